@@ -1,0 +1,56 @@
+# Entry points of the per-process KSM series harness. See README.md.
+TREE    ?= build/linux
+PATCHES ?= patches
+SRC     ?= build/src
+CONFIG  ?= test
+OUT     ?= build/out/$(if $(filter build/src,$(SRC)),,$(notdir $(SRC))-)$(CONFIG)
+KERNEL  ?= build/out/test/arch/x86/boot/bzImage
+
+frags_test     := base ksm debug
+frags_run      := base ksm
+frags_noksm    := base noksm
+frags_noprocfs := base ksm noprocfs
+
+.PHONY: deps tree export src kernel vm run check check-quick clean distclean
+
+deps:
+	@sh scripts/deps.sh
+
+tree: deps
+	sh scripts/tree.sh $(TREE) $(PATCHES)
+
+export:
+	sh scripts/export.sh $(TREE) $(PATCHES)
+
+src: deps
+	sh scripts/src.sh
+
+kernel: deps
+	@test -n "$(frags_$(CONFIG))" || { echo "unknown CONFIG=$(CONFIG): use test, run, noksm or noprocfs"; exit 1; }
+	@test -d $(SRC) || { echo "no tree $(SRC): run 'make src' (series) or 'make tree'"; exit 1; }
+	sh scripts/build-kernel.sh $(SRC) $(OUT) $(foreach f,$(frags_$(CONFIG)),config/$(f).config)
+
+build/ksm-launch: scripts/ksm-launch.c
+	@mkdir -p build
+	gcc -Wall -O2 -o $@ $<
+
+vm: deps
+	KERNEL=$(KERNEL) sh scripts/vm.sh "$$CMD" $(FILES)
+
+run: deps build/ksm-launch
+	sh scripts/src.sh
+	$(MAKE) --no-print-directory kernel CONFIG=run SRC=build/src
+	KERNEL=build/out/run/arch/x86/boot/bzImage sh scripts/vm.sh 'sh scripts/demo.sh' build/ksm-launch
+
+check: deps
+	bash scripts/check.sh
+
+check-quick: deps
+	bash scripts/check.sh --quick
+
+clean:
+	rm -rf build/out build/src build/src.sum build/selftests build/logs build/vm build/ksm-launch build/am.err
+
+# Also drops the compiler cache and the unpacked base; build/linux (your edits) is kept.
+distclean: clean
+	rm -rf "$${XDG_CACHE_HOME:-$$HOME/.cache}/ksm-series-ccache" build/base.git build/base.tmp

@@ -1,0 +1,31 @@
+#!/bin/sh
+# build-kernel.sh SRC OUTDIR FRAGMENT...: tinyconfig + fragments -> x86_64 bzImage in OUTDIR (ccache, -j2).
+set -eu
+[ $# -ge 3 ] || { echo "usage: build-kernel.sh SRC OUTDIR FRAGMENT..." >&2; exit 2; }
+src=$1; mkdir -p "$2"; out=$(cd "$2" && pwd); shift 2
+[ -f "$src/Makefile" ] || { echo "build-kernel.sh: no kernel tree at $src: run 'make tree'" >&2; exit 1; }
+export CCACHE_DIR="${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ksm-series-ccache}" CCACHE_BASEDIR="$PWD"
+export KBUILD_BUILD_TIMESTAMP="2023-01-01" KBUILD_BUILD_USER=harness KBUILD_BUILD_HOST=harness
+mk() { make -s -C "$src" O="$out" ARCH="${ARCH:-x86_64}" CC="ccache ${CROSS_COMPILE:-}gcc" -j2 "$@"; }
+start=$(date +%s)
+# Objects built from another source tree would have stale dependencies: start afresh.
+[ "$(cat "$out/.harness-src" 2>/dev/null || (cd "$src" && pwd -P))" = "$(cd "$src" && pwd -P)" ] ||
+	{ echo "build-kernel.sh: $out was built from another tree; cleaning it"; rm -rf "$out"; mkdir -p "$out"; }
+(cd "$src" && pwd -P) > "$out/.harness-src"
+echo "build-kernel.sh: $src -> $out ($*)"
+mk tinyconfig >/dev/null
+"$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "$@" >/dev/null
+mk olddefconfig >/dev/null
+# Every option the fragments ask for (the last request wins) must be in .config.
+awk '/^CONFIG_[A-Za-z0-9_]+=/{o=$0; sub(/=.*/,"",o); want[o]=$0}
+     /^# CONFIG_[A-Za-z0-9_]+ is not set/{want[$2]="unset"}
+     END{for (o in want) print o, want[o]}' "$@" | while read -r opt line; do
+	if [ "$line" = unset ]; then
+		! grep -q "^$opt=" "$out/.config" || { echo "build-kernel.sh: $opt should be unset but .config has $(grep "^$opt=" "$out/.config")" >&2; exit 1; }
+	elif ! grep -qx "$line" "$out/.config"; then
+		echo "build-kernel.sh: requested $line but .config has: $(grep "$opt[= ]" "$out/.config" || echo nothing)" >&2
+		echo "build-kernel.sh: fix its dependencies in config/*.config" >&2; exit 1
+	fi
+done
+mk ${BUILD_TARGET:-bzImage}
+echo "build-kernel.sh: built $out in $(( $(date +%s) - start ))s ($(sed -n 's/^# Linux.* \([0-9.]*\) Kernel Configuration/\1/p' "$out/.config"))"

@@ -1,0 +1,12 @@
+#!/bin/sh
+# check-splat.sh LOG: exit 1, naming the line, if a kernel message in the console LOG is a splat.
+set -eu
+[ -r "${1:-}" ] || { echo "usage: check-splat.sh CONSOLE-LOG" >&2; exit 2; }
+# Only kernel lines (printk timestamp "[  12.345678] ") count, so test output cannot trigger it.
+pat='BUG:|WARNING:|Oops|KASAN|possible circular locking|inconsistent lock state|INFO: possible'
+pat="$pat|suspicious RCU usage|Kernel panic|blocked for more than|unreferenced object|UBSAN"
+pat="$pat|general protection fault|Call Trace:|kmemleak: [0-9]+ new suspected memory leaks"
+if m=$(grep -naE "\[ *[0-9]+\.[0-9]+\] .*($pat)" "$1" | head -n 1) && [ -n "$m" ]; then
+	echo "check-splat.sh: kernel splat in $1 at line $m" >&2
+	exit 1
+fi

@@ -1,0 +1,102 @@
+#!/bin/bash
+# check.sh [--quick]: apply+checkpatch, kernel builds, bisect, s390, guest tests.
+# One TAP-like line per result; the last line is "N passed, N failed, N skipped".
+# --quick skips bisect and s390. STAGES="apply builds guest" / KERNELS="test" pick a subset.
+set -eu
+quick=${1:-}
+stages=" ${STAGES:-apply builds bisect s390 guest} "
+on() { case $stages in *" $1 "*) return 0;; *) return 1;; esac; }
+src=build/src logs=build/logs/check
+mkdir -p $logs; rm -f $logs/*.log
+export PATH=/usr/bin:$PATH   # Debian's python3 (with ply, git: checkpatch's spdxcheck)
+export CCACHE_DIR="${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ksm-series-ccache}" CCACHE_BASEDIR="$PWD"
+n=0 pass=0 fail=0 skip=0
+result() { # ok|fail|skip NAME [DETAIL]
+	n=$((n + 1))
+	case $1 in
+	ok) pass=$((pass + 1)); echo "ok $n - $2";;
+	skip) skip=$((skip + 1)); echo "ok $n - $2 # SKIP${3:+ $3}";;
+	*) fail=$((fail + 1)); echo "not ok $n - $2${3:+ # $3}";;
+	esac
+}
+step() { # NAME LOGNAME CMD...: run CMD, output to the log, one result
+	local name=$1 log=$logs/$2.log t=$SECONDS; shift 2
+	if "$@" > "$log" 2>&1; then result ok "$name"; else result fail "$name" "see $log"; fi
+	echo "#   ($((SECONDS - t))s)"
+}
+summary() { echo "$pass passed, $fail failed, $skip skipped"; [ $fail = 0 ]; }
+
+# (a) apply + checkpatch
+if on apply; then
+step "apply: patches/series on base" apply sh scripts/src.sh
+[ $fail = 0 ] || { summary; exit 1; }
+checkpatch() { # PATCH: errors fail; warnings and CHECKs fail unless allowed, with a reason, in patches/checkpatch-allow
+	local out; out=$(cd $src && scripts/checkpatch.pl --strict --terse --show-types --no-summary "$OLDPWD/patches/$1" || true)
+	printf '%s\n' "$out"
+	printf '%s\n' "$out" | awk -v p="$1" 'BEGIN { while ((getline l < "patches/checkpatch-allow") > 0) { split(l, f, " "); ok[f[1] " " f[2]] = 1 } }
+		/: (ERROR|WARNING|CHECK):/ { t = $0; sub(/.*: (ERROR|WARNING|CHECK):/, "", t); sub(/:.*/, "", t)
+			if ($0 !~ /: ERROR:/ && ok[p " " t]) next; bad++; print "NOT ALLOWED: " $0 } END { exit bad > 0 }'
+}
+for p in $(grep -v -e '^#' -e '^0000-cover-letter' patches/series); do
+	step "checkpatch --strict $p" "checkpatch-${p%.patch}" checkpatch "$p"
+done
+fi
+
+# (b) builds. Bisect first, in the test kernel's build dir: each patch is an incremental
+# build and the last one is HEAD, so the test kernel build after it is almost free.
+commits=$(git -C $src rev-list --reverse base..HEAD)
+if ! on bisect; then :
+elif [ "$quick" ]; then result skip "bisect" "check-quick"
+elif [ -z "$commits" ]; then result skip "bisect" "empty series"
+else
+	for c in $commits; do
+		git -C $src checkout -q "$c"
+		step "bisect: build after $(git -C $src log -1 --format=%s "$c")" "bisect-$c" \
+			make -s kernel CONFIG=test SRC=$src
+	done
+	git -C $src checkout -q main
+fi
+
+if on builds; then
+	for c in ${KERNELS:-test noksm noprocfs}; do
+		step "build: $c kernel" "build-$c" make -s kernel CONFIG=$c SRC=$src
+	done
+fi
+
+# (c) s390 cross build of mm/ksm.o and the arch/s390 files the series touches
+s390() {
+	local files o=$PWD/build/out/s390
+	files=$(git -C $src diff --name-only base..HEAD -- arch/s390 | sed -n 's/\.c$/.o/p')
+	mks() { make -C $src O="$o" ARCH=s390 CROSS_COMPILE=s390x-linux-gnu- CC="ccache s390x-linux-gnu-gcc" -j2 "$@"; }
+	[ -f "$o/.config" ] || mks defconfig || return 1
+	mks mm/ksm.o ${files:-arch/s390/mm/gmap.o}
+}
+if ! on s390; then :
+elif [ "$quick" ]; then result skip "s390" "check-quick"; else step "s390: mm/ksm.o + touched arch/s390 files" s390 s390; fi
+
+# (d) guest tests: selftests built on the host against the test kernel's headers
+# (functions run by step are in an `if`, where set -e is off: hence the explicit returns)
+selftests() {
+	make -s -C $src O="$PWD/build/out/test" headers_install || return 1
+	rm -rf build/selftests; mkdir -p build/selftests
+	for f in $src/tools/testing/selftests/vm/ksm_*.c; do
+		gcc -Wall -O2 -I$src -isystem build/out/test/usr/include -I$src/tools/testing/selftests \
+			-o "build/selftests/$(basename "$f" .c)" "$f" -lrt -lpthread -lnuma || return 1
+	done
+	make -s build/ksm-launch
+}
+on guest || { summary; exit; }
+step "guest: build selftests ($(ls $src/tools/testing/selftests/vm/ksm_*.c | xargs -n1 basename | paste -sd' '))" selftests selftests
+con=$logs/guest-console.log t=$SECONDS
+VM_QUIET=1 VM_LOG=$con KERNEL=build/out/test/arch/x86/boot/bzImage \
+	sh scripts/vm.sh 'sh scripts/guest-tests.sh' > $logs/guest.log 2>&1 || true
+if grep -q '^VM-EXIT-STATUS: 0' $con 2>/dev/null; then result ok "guest: boot and run guest-tests.sh"
+else result fail "guest: boot and run guest-tests.sh" "see $logs/guest.log"; fi
+while read -r _ r rest; do
+	case $r in ok) result ok "guest: $rest";; skip) result skip "guest: $rest";;
+		*) result fail "guest: ${rest#ok }";; esac
+done < <(tr -d '\r' < $con 2>/dev/null | grep '^RESULT: ' || true)
+if m=$(sh scripts/check-splat.sh $con 2>&1); then result ok "guest: no kernel splat"
+else result fail "guest: no kernel splat" "$m"; fi
+echo "#   ($((SECONDS - t))s)"
+summary

@@ -1,0 +1,28 @@
+#!/bin/sh
+# guest-tests.sh (runs in the test VM): run scripts/guest-tests.list plus every unlisted
+# build/selftests/ksm_* program; print one "RESULT: ok|not ok|skip NAME" line per result.
+set -eu
+list=scripts/guest-tests.list
+out=/tmp/guest-test.out
+run() { # KIND NAME COMMAND
+	kind=$1 name=$2 cmd=$3 rc=0
+	echo "### $name: $cmd"
+	sh -c "$cmd" > $out 2>&1 < /dev/null || rc=$?
+	cat $out
+	if [ "$kind" = tap ]; then
+		awk -v n="$name" '/^(not )?ok [0-9]+/ { r = /^not/ ? "not ok" : "ok"
+			if (r == "ok" && / # [Ss][Kk][Ii][Pp]/) r = "skip"
+			d = $0; sub(/^(not )?ok [0-9]+ *-? */, "", d); print "RESULT: " r " " n ": " d }' $out
+		grep -qE '^1\.\.[0-9]+' $out || echo "RESULT: not ok $name: printed no TAP plan"
+		case $rc in 0|4) ;; *) echo "RESULT: not ok $name: exit status $rc";; esac
+	else
+		case $rc in 0) echo "RESULT: ok $name";; 4) echo "RESULT: skip $name";;
+			*) echo "RESULT: not ok $name: exit status $rc";; esac
+	fi
+}
+grep -vE '^(#|$)' $list | while read -r kind name cmd; do run "$kind" "$name" "$cmd"; done
+for p in build/selftests/ksm_*; do
+	[ -x "$p" ] || continue
+	grep -qE "^[a-z]+ [^ ]+ $p( |$)" $list || run tap "${p##*/}" "$p"
+done
+echo "### guest-tests.sh done"
