@@ -30,17 +30,19 @@ kernel: deps
 	@test -d $(SRC) || { echo "no tree $(SRC): run 'make src' (series) or 'make tree'"; exit 1; }
 	sh scripts/build-kernel.sh $(SRC) $(OUT) $(foreach f,$(frags_$(CONFIG)),config/$(f).config)
 
-build/ksm-launch: scripts/ksm-launch.c
-	@mkdir -p build
-	gcc -Wall -O2 -o $@ $<
+# tools/vm/ksmctl of the series, built by the tools/vm Makefile of build/src
+build/ksmctl: $(SRC)/tools/vm/ksmctl.c
+	$(MAKE) -s -C $(SRC)/tools/vm ksmctl
+	cp $(SRC)/tools/vm/ksmctl $@
 
 vm: deps
 	KERNEL=$(KERNEL) sh scripts/vm.sh "$$CMD" $(FILES)
 
-run: deps build/ksm-launch
+run: deps
 	sh scripts/src.sh
 	$(MAKE) --no-print-directory kernel CONFIG=run SRC=build/src
-	KERNEL=build/out/run/arch/x86/boot/bzImage sh scripts/vm.sh 'sh scripts/demo.sh' build/ksm-launch
+	$(MAKE) --no-print-directory build/ksmctl
+	KERNEL=build/out/run/arch/x86/boot/bzImage sh scripts/vm.sh 'sh scripts/demo.sh' build/ksmctl
 
 check: deps
 	bash scripts/check.sh
@@ -49,7 +51,7 @@ check-quick: deps
 	bash scripts/check.sh --quick
 
 clean:
-	rm -rf build/out build/src build/src.sum build/selftests build/logs build/vm build/ksm-launch build/am.err
+	rm -rf build/out build/src build/src.sum build/selftests build/logs build/vm build/ksmctl build/am.err
 
 # Also drops the compiler cache and the unpacked base; build/linux (your edits) is kept.
 distclean: clean

@@ -40,6 +40,7 @@ checkpatch() { # PATCH: errors fail; warnings and CHECKs fail unless allowed, wi
 for p in $(grep -v -e '^#' -e '^0000-cover-letter' patches/series); do
 	step "checkpatch --strict $p" "checkpatch-${p%.patch}" checkpatch "$p"
 done
+step "man pages: groff -ww and man --warnings" man sh scripts/check-man.sh
 fi
 
 # (b) builds. Bisect first, in the test kernel's build dir: each patch is an incremental
@@ -83,7 +84,7 @@ selftests() {
 		gcc -Wall -O2 -I$src -isystem build/out/test/usr/include -I$src/tools/testing/selftests \
 			-o "build/selftests/$(basename "$f" .c)" "$f" -lrt -lpthread -lnuma || return 1
 	done
-	make -s build/ksm-launch
+	make -s build/ksmctl
 }
 on guest || { summary; exit; }
 step "guest: build selftests ($(ls $src/tools/testing/selftests/vm/ksm_*.c | xargs -n1 basename | paste -sd' '))" selftests selftests

@@ -1,0 +1,228 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Tests for tools/vm/ksmctl, kselftest TAP output.
+# Usage: ksmctl_test.sh PATH/TO/ksmctl      (run as root)
+# Exit: 0 all passed, 1 a test failed, 4 skipped (kernel lacks the feature).
+
+K=${1:?usage: ksmctl_test.sh PATH/TO/ksmctl}
+KSM=/sys/kernel/mm/ksm
+NTESTS=22
+n=0
+failed=0
+TMP=$(mktemp -d) || exit 1
+BG=
+old_run=
+
+# shellcheck disable=SC2317  # invoked by trap
+cleanup() {
+	[ -n "$BG" ] && kill "$BG" 2>/dev/null
+	if [ -n "$old_run" ]; then
+		echo "$old_pages" >"$KSM/pages_to_scan"
+		echo "$old_sleep" >"$KSM/sleep_millisecs"
+		echo "$old_run" >"$KSM/run"
+	fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $n - $2"
+	else
+		echo "not ok $n - $2"
+		failed=1
+	fi
+}
+
+skip() {
+	n=$((n + 1))
+	echo "ok $n - $1 # SKIP $2"
+}
+
+# wait for "$1" (a background ksmctl run) to have exec'd "$2"
+wait_comm() {
+	i=0
+	while [ $i -lt 50 ]; do
+		[ "$(cat /proc/"$1"/comm 2>/dev/null)" = "$2" ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+echo "TAP version 13"
+
+if [ ! -d $KSM ]; then
+	echo "1..0 # SKIP kernel without CONFIG_KSM ($KSM missing)"
+	exit 4
+fi
+if [ ! -x "$K" ]; then
+	echo "1..0 # SKIP $K not built"
+	exit 4
+fi
+"$K" run true 2>"$TMP/err"
+if [ $? -eq 125 ]; then
+	echo "1..0 # SKIP no per-process KSM: $(cat "$TMP/err")"
+	exit 4
+fi
+
+# turn ksmd on, restore its settings at the end
+old_run=$(cat "$KSM"/run)
+old_sleep=$(cat "$KSM"/sleep_millisecs)
+old_pages=$(cat "$KSM"/pages_to_scan)
+echo 10 >"$KSM"/sleep_millisecs
+echo 5000 >"$KSM"/pages_to_scan
+echo 1 >"$KSM"/run
+
+echo "1..$NTESTS"
+
+# --- run ---
+"$K" run ksmctl-no-such-command-$$ 2>"$TMP/err"
+rc=$?
+[ $rc -eq 127 ] && grep -q "ksmctl-no-such-command" "$TMP/err"
+ok $? "run: command not found exits 127 with a message (got $rc)"
+
+printf '#!/bin/sh\nexit 0\n' >"$TMP/noexec"
+chmod 644 "$TMP/noexec"
+"$K" run "$TMP/noexec" 2>/dev/null
+rc=$?
+[ $rc -eq 126 ]
+ok $? "run: command not executable exits 126 (got $rc)"
+
+"$K" run -- sh -c 'exit 3'
+rc=$?
+[ $rc -eq 3 ]
+ok $? "run -- CMD: exit status of CMD is passed on (got $rc)"
+
+"$K" run sh -c 'cat /proc/self/ksm_stat' >"$TMP/stat"
+rc=$?
+if grep -q '^ksm_merge_type' /proc/self/ksm_stat; then
+	[ $rc -eq 0 ] && grep -qx 'ksm_merge_type process' "$TMP/stat"
+	ok $? "run: launched command has ksm_merge_type process"
+else
+	skip "run: launched command has ksm_merge_type process" \
+		"ksm_stat has no ksm_merge_type line"
+fi
+
+[ $rc -eq 0 ] && grep -qx 'ksm_merge_any: yes' "$TMP/stat"
+ok $? "run: PR_GET_MEMORY_MERGE is 1 in the command (ksm_merge_any: yes)"
+
+"$K" run sh -c 'sh -c "cat /proc/self/ksm_stat"' >"$TMP/stat2"
+grep -qx 'ksm_merge_any: yes' "$TMP/stat2"
+ok $? "run: the setting is inherited by children of the command"
+
+# --- status ---
+"$K" run sleep 60 &
+BG=$!
+wait_comm $BG sleep
+ok $? "run: background command started (pid $BG)"
+
+"$K" status >"$TMP/status" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 0 ]
+ok $? "status: exits 0 (got $rc)"
+
+r=0
+for f in run pages_shared pages_sharing general_profit full_scans; do
+	grep -Eq "^$f +-?[0-9]+" "$TMP/status" || r=1
+done
+ok $r "status: shows the five global values"
+
+grep -Eq '^ +PID +COMMAND +MERGE_TYPE +MERGING_PAGES +RMAP_ITEMS +PROFIT$' \
+	"$TMP/status"
+ok $? "status: table header"
+
+grep -Eq "^ *$BG +sleep +process +[0-9]+ +[0-9]+ +-?[0-9.]+[KMGTPE]?$" \
+	"$TMP/status"
+ok $? "status: launched process listed with merge type process"
+
+"$K" status $BG >"$TMP/status1"
+rc=$?
+[ $rc -eq 0 ] && grep -Eq "^ *$BG +sleep +process " "$TMP/status1"
+ok $? "status PID: shows the given process"
+
+"$K" status 12abc >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "not a process ID" "$TMP/err"
+ok $? "status: non-numeric PID exits 1 with a message (got $rc)"
+
+"$K" status 2147483647 >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "no such process" "$TMP/err"
+ok $? "status: non-existent PID exits 1 with a message (got $rc)"
+
+if command -v python3 >/dev/null 2>&1; then
+	"$K" status --json >"$TMP/json" &&
+	python3 -c 'import json,sys; json.load(sys.stdin)' <"$TMP/json" &&
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+p = [p for p in d["processes"] if p["pid"] == int(sys.argv[1])]
+assert p and p[0]["merge_type"] in ("process", None)
+assert isinstance(d["full_scans"], int)
+' $BG <"$TMP/json"
+	ok $? "status --json: valid JSON with the launched process"
+else
+	skip "status --json: valid JSON with the launched process" \
+		"no python3"
+fi
+
+if command -v setpriv >/dev/null 2>&1; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$K" status >"$TMP/unpriv" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] &&
+	grep -Eq '^[1-9][0-9]* process(es)? not readable \(run as root\)$' \
+		"$TMP/unpriv"
+	ok $? "status as nobody: unreadable processes are counted"
+else
+	skip "status as nobody: unreadable processes are counted" \
+		"no setpriv"
+fi
+
+# --- watch ---
+"$K" watch -n 2 0.1 >"$TMP/watch"
+rc=$?
+[ $rc -eq 0 ] && [ "$(wc -l <"$TMP/watch")" -eq 3 ] &&
+	head -n 1 "$TMP/watch" | grep -q 'TIME.*GENERAL_PROFIT.*PAGES_SHARING' &&
+	[ "$(grep -Ec '^[0-9]{2}:[0-9]{2}:[0-9]{2} ' "$TMP/watch")" -eq 2 ]
+ok $? "watch -n 2: header and two lines"
+
+r=0
+for i in 0 -1 abc 1x; do
+	"$K" watch -n 1 -- "$i" >/dev/null 2>&1
+	[ $? -eq 2 ] || r=1
+done
+ok $r "watch: bad interval exits 2"
+
+"$K" watch -n 0 >/dev/null 2>&1
+[ $? -eq 2 ]
+ok $? "watch: bad count exits 2"
+
+# --- usage ---
+r=0
+for args in "" "bogus" "run" "status --bogus" "-x"; do
+	# shellcheck disable=SC2086
+	"$K" $args >/dev/null 2>&1
+	[ $? -eq 2 ] || r=1
+done
+ok $r "usage errors exit 2"
+
+"$K" --help >"$TMP/help"
+rc=$?
+[ $rc -eq 0 ] && grep -q 'ksmctl run' "$TMP/help" &&
+	grep -q 'ksmctl status' "$TMP/help" && grep -q 'ksmctl watch' "$TMP/help"
+ok $? "--help exits 0 and shows all commands"
+
+kill $BG 2>/dev/null
+wait $BG 2>/dev/null
+"$K" status $BG >/dev/null 2>&1
+[ $? -eq 1 ]
+ok $? "status: process that exited is reported as an error"
+BG=
+
+[ $n -eq $NTESTS ] || { echo "# ran $n tests, planned $NTESTS"; failed=1; }
+exit $failed
