@@ -12,14 +12,14 @@ pids=/tmp/demo.pids; : > $pids
 worker='import time; b = b"\x5a" * (32 << 20); time.sleep(600)'
 echo "demo.sh: \$ ksmctl run sh -c '4 x python3: 32 MiB of identical bytes each'"
 "$ksmctl" run sh -c 'for i in 1 2 3 4; do python3 -c "$1" & echo $! >> "$2"; done; wait' sh "$worker" $pids &
-echo "demo.sh: \$ ksmctl watch -n ${DEMO_WATCH:-12} 2"
-"$ksmctl" watch -n "${DEMO_WATCH:-12}" 2
+echo "demo.sh: \$ ksmctl watch -n ${DEMO_WATCH:-8} 2"
+"$ksmctl" watch -n "${DEMO_WATCH:-8}" 2
 echo "demo.sh: \$ ksmctl status"
 "$ksmctl" status
 for p in $(cat $pids); do
 	echo "--- /proc/$p/ksm_stat"; cat /proc/$p/ksm_stat
 done
-sharing=$(cat $ksm/pages_sharing)
+sharing=$(cat $ksm/pages_sharing) profit=$(cat $ksm/general_profit)
 kill $(cat $pids) 2>/dev/null || true
 [ "$sharing" -gt 0 ] || { echo "demo.sh: FAIL: nothing was merged"; exit 1; }
-echo "demo.sh: OK: $sharing pages merged, general_profit $(cat $ksm/general_profit) bytes"
+echo "demo.sh: OK: $sharing pages merged, general_profit $profit bytes"
