@@ -9,7 +9,13 @@ mount -t proc proc /proc 2>/dev/null
 mount -t sysfs sysfs /sys
 mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/shm /dev/pts 2>/dev/null
+# The repo may sit below one of the tmpfs mounts (a CI clone in /tmp, say): bind it
+# aside first and move it back to its own path on top of the tmpfs afterwards.
+mkdir -p /dev/.repo && mount --bind "${harness_dir:-/}" /dev/.repo
 for d in /tmp /run /var/tmp /root /dev/shm; do mount -t tmpfs -o mode=1777 tmpfs "$d"; done
+if [ ! -d "${harness_dir:-/}/scripts" ]; then
+	mkdir -p "$harness_dir" && mount --move /dev/.repo "$harness_dir"
+fi
 chmod 700 /root
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 echo "VM-CMD-START"
