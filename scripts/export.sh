@@ -20,7 +20,7 @@ git -C "$tree" config "branch.$branch.description" >/dev/null ||
 # Cover letter author/date: those of the last commit, not whoever runs the export.
 export GIT_COMMITTER_NAME="$(git -C "$tree" log -1 --format=%an)"
 export GIT_COMMITTER_EMAIL="$(git -C "$tree" log -1 --format=%ae)"
-git -C "$tree" format-patch -q -n --cover-letter --cover-from-description=subject \
+git -C "$tree" -c diff.suppressBlankEmpty=true format-patch -q -n --cover-letter --cover-from-description=subject \
 	--base="$base" --zero-commit --no-signature -o "$out" "$base"..HEAD
 date=$(git -C "$tree" log -1 --date=rfc2822 --format=%ad)
 sed -i "0,/^Date: /s/^Date: .*/Date: $date/" "$out/0000-cover-letter.patch"
