@@ -11,7 +11,7 @@ frags_run      := base ksm
 frags_noksm    := base noksm
 frags_noprocfs := base ksm noprocfs
 
-.PHONY: deps tree export src kernel vm run check check-quick clean distclean
+.PHONY: deps tree export src kernel vm run check check-quick stress stress-progs clean distclean
 
 deps:
 	@sh scripts/deps.sh
@@ -44,6 +44,24 @@ run: deps
 	$(MAKE) --no-print-directory build/ksmctl
 	KERNEL=build/out/run/arch/x86/boot/bzImage sh scripts/vm.sh 'sh scripts/demo.sh' build/ksmctl
 
+# Stress suite (stress/*.c): `make stress DURATION=seconds ITERATIONS=n`, see README.
+DURATION   ?= 600
+ITERATIONS ?=
+stress_progs := $(patsubst stress/%.c,build/stress/%,$(wildcard stress/*.c))
+
+stress: deps
+	sh scripts/stress.sh $(DURATION) $(ITERATIONS)
+
+stress-progs: $(stress_progs)
+
+build/out/test/usr/include/linux/prctl.h: $(SRC)/include/uapi/linux/prctl.h
+	$(MAKE) -s -C $(SRC) O=$(CURDIR)/build/out/test headers_install
+
+build/stress/%: stress/%.c build/out/test/usr/include/linux/prctl.h
+	@mkdir -p build/stress
+	gcc -O2 -g -Wall -Wextra -Werror -pthread -isystem build/out/test/usr/include \
+		-I$(SRC)/tools/testing/selftests -o $@ $<
+
 check: deps
 	bash scripts/check.sh
 
@@ -51,7 +69,7 @@ check-quick: deps
 	bash scripts/check.sh --quick
 
 clean:
-	rm -rf build/out build/src build/src.sum build/selftests build/logs build/vm build/ksmctl build/am.err
+	rm -rf build/out build/src build/src.sum build/selftests build/stress build/logs build/vm build/ksmctl build/am.err
 
 # Also drops the compiler cache and the unpacked base; build/linux (your edits) is kept.
 distclean: clean

@@ -84,13 +84,14 @@ selftests() {
 		gcc -Wall -O2 -I$src -isystem build/out/test/usr/include -I$src/tools/testing/selftests \
 			-o "build/selftests/$(basename "$f" .c)" "$f" -lrt -lpthread -lnuma || return 1
 	done
-	make -s build/ksmctl
+	make -s build/ksmctl stress-progs
 }
 on guest || { summary; exit; }
-step "guest: build selftests ($(ls $src/tools/testing/selftests/vm/ksm_*.c | xargs -n1 basename | paste -sd' '))" selftests selftests
+step "guest: build selftests ($(ls $src/tools/testing/selftests/vm/ksm_*.c | xargs -n1 basename | paste -sd' ')), ksmctl, stress/*.c" selftests selftests
 con=$logs/guest-console.log t=$SECONDS
-VM_QUIET=1 VM_LOG=$con KERNEL=build/out/test/arch/x86/boot/bzImage \
-	sh scripts/vm.sh 'sh scripts/guest-tests.sh' > $logs/guest.log 2>&1 || true
+# kmemleak on for the leak check that ends the list.
+VM_QUIET=1 VM_LOG=$con KERNEL=build/out/test/arch/x86/boot/bzImage VM_TIMEOUT=1500 \
+	VM_APPEND=kmemleak=on sh scripts/vm.sh 'sh scripts/guest-tests.sh' > $logs/guest.log 2>&1 || true
 if grep -q '^VM-EXIT-STATUS: 0' $con 2>/dev/null; then result ok "guest: boot and run guest-tests.sh"
 else result fail "guest: boot and run guest-tests.sh" "see $logs/guest.log"; fi
 while read -r _ r rest; do

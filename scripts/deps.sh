@@ -3,7 +3,8 @@
 set -eu
 pkgs="linux-source-6.1 git make gcc bc bison flex libelf-dev libssl-dev cpio xz-utils
  ccache qemu-system-x86 gcc-s390x-linux-gnu busybox-static kmod rsync libcap-dev
- libnuma-dev python3 python3-ply python3-git perl groff-base man-db"
+ libnuma-dev python3 python3-ply python3-git perl groff-base man-db
+ python3-matplotlib"
 missing=
 for p in $pkgs; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -1,0 +1,35 @@
+#!/bin/sh
+# stress-report.sh COMMAND LOG CONSOLE SECONDS: markdown table of a stress run from its guest
+# output LOG (TAP per program, "# stat KEY VALUE" lines) and its console log.
+set -eu
+[ $# = 4 ] || { echo "usage: stress-report.sh COMMAND LOG CONSOLE SECONDS" >&2; exit 2; }
+cmd=$1 log=$2 con=$3 secs=$4
+splats=$(sh scripts/check-splat.sh "$con" 2>/dev/null && echo 0 || echo 1)
+leaks=$(grep -c 'unreferenced object' "$con" "$log" | awk -F: '{ n += $NF } END { print n + 0 }')
+echo "Last run: \`$cmd\`, $(date -u +%Y-%m-%d), kernel $(sed -n 's/.*Linux version \([^ ]*\).*/\1/p' "$con" | head -n 1)" \
+	"(debug test config: KASAN, lockdep, DEBUG_VM, DEBUG_VM_MAPLE_TREE, DEBUG_LIST, kmemleak), QEMU TCG -smp 2, ${secs} s in all."
+echo
+echo "| program | results ok/not ok/skip | operations | processes | pages verified | faults injected | signals sent | data mismatches |"
+echo "|---|---|---|---|---|---|---|---|"
+awk '
+function flush() {
+	if (prog == "") return
+	printf "| %s | %d/%d/%d | %d | %d | %d | %d | %d | %d |\n", prog, ok, nok, sk,
+		s["operations"], s["processes"], s["pages_verified"], s["faults_injected"],
+		s["signals_sent"], s["mismatches"]
+	for (k in s) { tot[k] += s[k]; delete s[k] }
+	tok += ok; tnok += nok; tsk += sk; ok = nok = sk = 0
+}
+/^### / { flush(); prog = $2; next }
+/^ok [0-9]+.*# *[Ss][Kk][Ii][Pp]/ { sk++; next }
+/^ok [0-9]+/ { ok++; next }
+/^not ok [0-9]+/ { nok++; next }
+/^# stat [a-z_]+ [0-9]+$/ { s[$3] += $4 }
+END {
+	flush()
+	printf "| **all** | %d/%d/%d | %d | %d | %d | %d | %d | %d |\n", tok, tnok, tsk,
+		tot["operations"], tot["processes"], tot["pages_verified"], tot["faults_injected"],
+		tot["signals_sent"], tot["mismatches"]
+}' "$log"
+echo
+echo "Kernel splats on the console: $splats. Leak reports (kmemleak): $leaks."

@@ -1,0 +1,858 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ksm_stress: concurrency stress of per-process KSM with data verification.
+ *
+ * Several worker processes, each with several threads, do random mmap,
+ * munmap (whole and partial), mremap (grow, shrink, move), mprotect,
+ * madvise(MADV_MERGEABLE/MADV_UNMERGEABLE), page rewrites, fork, exec and
+ * prctl(PR_SET/GET_MEMORY_MERGE) while ksmd scans flat out.  Every page holds
+ * a pattern derived from (process, address, generation) with many duplicates
+ * across processes, and is verified before it is unmapped, after every
+ * operation that moves or copies it, and at exit: a mismatch is lost data.
+ *
+ * Each thread owns its regions, so the expected content of a page is always
+ * known.  Thread 0 of a worker is the only one that calls PR_SET_MEMORY_MERGE,
+ * so it can check PR_GET_MEMORY_MERGE, smaps and ksm_stat against the value
+ * it set while the other threads keep changing the address space.
+ *
+ * The root process watches a heartbeat per thread: a thread stuck in one
+ * operation for longer than the hang limit (a leaked lock, say) fails the run.
+ *
+ * Usage: ksm_stress [-d seconds] [-i ops per thread] [-p procs] [-t threads]
+ *                   [-s seed]
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest.h"
+
+#ifndef PR_SET_MEMORY_MERGE
+#define PR_SET_MEMORY_MERGE	67
+#define PR_GET_MEMORY_MERGE	68
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE	0x100000
+#endif
+
+#define KSM_SYSFS	"/sys/kernel/mm/ksm/"
+#define MAX_PROCS	16
+#define MAX_THREADS	8
+#define NR_REGIONS	8
+#define MAX_PAGES	48	/* at creation; mremap may double it */
+#define DUP_KEYS	32	/* distinct page contents per parity and generation */
+#define HANG_SECS	120	/* no progress for this long = a hang */
+#define MAX_REPORTS	20	/* detailed messages per kind of failure */
+
+enum op {
+	OP_MAP, OP_UNMAP, OP_TRIM, OP_MREMAP, OP_MPROTECT, OP_MADVISE,
+	OP_REWRITE, OP_VERIFY, OP_PRCTL, OP_SMAPS, OP_FORK, OP_EXEC, OP_DONE,
+	NR_OPS
+};
+
+static const char *const op_name[NR_OPS] = {
+	"mmap", "munmap", "partial munmap", "mremap", "mprotect", "madvise",
+	"rewrite", "verify", "prctl", "smaps/ksm_stat", "fork", "exec", "done",
+};
+
+/* Shared by the root and every descendant (MAP_SHARED, never mergeable). */
+struct shared {
+	unsigned long ops, pages_verified, mismatches, errors, processes;
+	unsigned long flag_bad, children_bad, forks, execs;
+	unsigned long reports;
+	int stop;
+	struct {
+		unsigned long beat;	/* CLOCK_MONOTONIC seconds of last progress */
+		int op;
+		int done;
+	} thread[MAX_PROCS][MAX_THREADS];
+};
+
+struct region {
+	char *addr;
+	size_t npages;
+	uintptr_t tag;		/* address the first page had when written */
+	unsigned int gen;
+	uint64_t seed;		/* unique-content regions: per-region seed */
+	bool used, shared, unique;
+};
+
+struct tctx {
+	int proc, tid;
+	uint64_t rnd;
+	unsigned long iter;
+	struct region reg[NR_REGIONS];
+};
+
+static struct shared *sh;
+static size_t ps;
+static unsigned long max_iter = 1000000, duration = 60;
+static time_t deadline;
+static int nprocs = 4, nthreads = 4;
+static int proc_flag;		/* worker: the value thread 0 last set */
+
+#define add(field, n)	__atomic_fetch_add(&sh->field, (n), __ATOMIC_RELAXED)
+
+static unsigned long now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static uint64_t rnd(struct tctx *t)
+{
+	t->rnd = mix(t->rnd);
+	return t->rnd;
+}
+
+/* Report a failure; async-signal-safe enough for a forked child (no stdio). */
+static void report(const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	int n;
+
+	if (add(reports, 1) >= MAX_REPORTS)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(buf) - 1)
+		n = sizeof(buf) - 1;
+	if (write(STDOUT_FILENO, buf, n) < 0)
+		return;
+}
+
+static void syscall_failed(struct tctx *t, const char *call)
+{
+	int e = errno;
+
+	add(errors, 1);
+	report("# proc %d thread %d: %s failed: %s\n", t->proc, t->tid, call, strerror(e));
+}
+
+/*
+ * The first word of page @i of @r.  Duplicate-content regions depend only on
+ * the parity of the worker, the page's original address modulo DUP_KEYS pages
+ * and the generation, so the same page turns up in many places and processes.
+ */
+static uint64_t page_word(int proc, struct region *r, size_t i)
+{
+	uint64_t key = ((r->tag >> 12) + i) % DUP_KEYS;
+
+	if (r->unique)
+		return mix(r->seed ^ (r->tag + i * ps) ^ ((uint64_t)r->gen << 48)) | 1;
+	return mix(((uint64_t)(proc & 1) << 40) | key << 8 | (r->gen % 3)) | 1;
+}
+
+static void fill_pages(int proc, struct region *r, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++) {
+		uint64_t *p = (uint64_t *)(r->addr + i * ps), w = page_word(proc, r, i);
+
+		for (size_t j = 0; j < ps / sizeof(*p); j++)
+			p[j] = w + j;
+	}
+}
+
+/* Compare every word of @r with its pattern; returns the number of bad pages. */
+static unsigned long verify_region(struct tctx *t, struct region *r, const char *when)
+{
+	unsigned long bad = 0;
+
+	for (size_t i = 0; i < r->npages; i++) {
+		uint64_t *p = (uint64_t *)(r->addr + i * ps), w = page_word(t->proc, r, i);
+
+		for (size_t j = 0; j < ps / sizeof(*p); j++) {
+			if (p[j] == w + j)
+				continue;
+			report("# DATA MISMATCH proc %d thread %d %s: page %zu of %zu at %p (tag %#lx gen %u%s) word %zu: %#llx, expected %#llx\n",
+			       t->proc, t->tid, when, i, r->npages, r->addr + i * ps,
+			       (unsigned long)r->tag, r->gen, r->unique ? " unique" : "",
+			       j, (unsigned long long)p[j], (unsigned long long)(w + j));
+			bad++;
+			break;
+		}
+	}
+	add(pages_verified, r->npages);
+	add(mismatches, bad);
+	return bad;
+}
+
+static struct region *pick_used(struct tctx *t)
+{
+	int start = rnd(t) % NR_REGIONS;
+
+	for (int k = 0; k < NR_REGIONS; k++) {
+		struct region *r = &t->reg[(start + k) % NR_REGIONS];
+
+		if (r->used)
+			return r;
+	}
+	return NULL;
+}
+
+static struct region *pick_free(struct tctx *t)
+{
+	for (int k = 0; k < NR_REGIONS; k++)
+		if (!t->reg[k].used)
+			return &t->reg[k];
+	return NULL;
+}
+
+static void op_map(struct tctx *t)
+{
+	struct region *r = pick_free(t), *next_to = pick_used(t);
+	int flags;
+	void *p = MAP_FAILED;
+
+	if (!r)
+		return;
+	memset(r, 0, sizeof(*r));
+	r->npages = 1 + rnd(t) % MAX_PAGES;
+	r->shared = rnd(t) % 8 == 0;
+	r->unique = rnd(t) % 8 == 0;
+	r->seed = rnd(t);
+	flags = (r->shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS;
+	if (rnd(t) % 4 == 0)
+		flags |= MAP_POPULATE;
+	/* Right after another region, so that the two VMAs can merge. */
+	if (next_to && !next_to->shared && !r->shared && rnd(t) % 2) {
+		p = mmap(next_to->addr + next_to->npages * ps, r->npages * ps,
+			 PROT_READ | PROT_WRITE, flags | MAP_FIXED_NOREPLACE, -1, 0);
+		if (p == MAP_FAILED && errno != EEXIST)
+			syscall_failed(t, "mmap(MAP_FIXED_NOREPLACE)");
+	}
+	if (p == MAP_FAILED)
+		p = mmap(NULL, r->npages * ps, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (p == MAP_FAILED) {
+		syscall_failed(t, "mmap");
+		return;
+	}
+	r->addr = p;
+	r->tag = (uintptr_t)p;
+	r->used = true;
+	fill_pages(t->proc, r, 0, r->npages);
+}
+
+static void op_unmap(struct tctx *t)
+{
+	struct region *r = pick_used(t);
+
+	if (!r)
+		return;
+	verify_region(t, r, "before munmap");
+	if (munmap(r->addr, r->npages * ps))
+		syscall_failed(t, "munmap");
+	r->used = false;
+}
+
+/* Unmap the first or the last page: splits the VMA (or its merged neighbour). */
+static void op_trim(struct tctx *t)
+{
+	struct region *r = pick_used(t);
+	bool first = rnd(t) % 2;
+
+	if (!r || r->npages < 2)
+		return;
+	verify_region(t, r, "before partial munmap");
+	if (munmap(first ? r->addr : r->addr + (r->npages - 1) * ps, ps)) {
+		syscall_failed(t, "partial munmap");
+		return;
+	}
+	if (first) {
+		/* Page i + 1 becomes page i: keep the pattern by moving the tag. */
+		r->addr += ps;
+		r->tag += ps;
+	}
+	r->npages--;
+	verify_region(t, r, "after partial munmap");
+}
+
+static void op_mremap(struct tctx *t)
+{
+	struct region *r = pick_used(t);
+	size_t old = r ? r->npages : 0, new;
+	int how = rnd(t) % 3;
+	void *p;
+
+	if (!r)
+		return;
+	verify_region(t, r, "before mremap");
+	/*
+	 * mremap() fails with EFAULT on a range of several VMAs; madvise() of
+	 * the whole region makes its parts alike, so they merge into one again.
+	 */
+	if (madvise(r->addr, old * ps, rnd(t) % 2 ? MADV_MERGEABLE : MADV_UNMERGEABLE)) {
+		syscall_failed(t, "madvise (before mremap)");
+		return;
+	}
+	if (how == 0 && old < 2 * MAX_PAGES) {		/* grow, may move */
+		new = old + 1 + rnd(t) % MAX_PAGES;
+		p = mremap(r->addr, old * ps, new * ps, MREMAP_MAYMOVE);
+	} else if (how == 1 && old > 1) {		/* shrink in place */
+		new = 1 + rnd(t) % (old - 1);
+		p = mremap(r->addr, old * ps, new * ps, 0);
+	} else {					/* move to a new place */
+		void *dst = mmap(NULL, old * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (dst == MAP_FAILED) {
+			syscall_failed(t, "mmap (mremap target)");
+			return;
+		}
+		new = old;
+		p = mremap(r->addr, old * ps, old * ps, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+	}
+	if (p == MAP_FAILED) {
+		syscall_failed(t, "mremap");
+		return;
+	}
+	r->addr = p;
+	r->npages = new;
+	if (new > old)
+		fill_pages(t->proc, r, old, new);
+	verify_region(t, r, "after mremap");
+}
+
+/* Make the middle read-only and writable again: two splits and a merge. */
+static void op_mprotect(struct tctx *t)
+{
+	struct region *r = pick_used(t);
+	size_t off, len;
+
+	if (!r || r->npages < 3)
+		return;
+	off = 1 + rnd(t) % (r->npages - 2);
+	len = 1 + rnd(t) % (r->npages - off - 1);
+	if (mprotect(r->addr + off * ps, len * ps, PROT_READ)) {
+		syscall_failed(t, "mprotect(PROT_READ)");
+		return;
+	}
+	verify_region(t, r, "while partly read-only");
+	if (mprotect(r->addr + off * ps, len * ps, PROT_READ | PROT_WRITE))
+		syscall_failed(t, "mprotect(PROT_READ|PROT_WRITE)");
+}
+
+static void op_madvise(struct tctx *t)
+{
+	struct region *r = pick_used(t);
+	int advice = rnd(t) % 3 ? MADV_MERGEABLE : MADV_UNMERGEABLE;
+	size_t off, len;
+
+	if (!r)
+		return;
+	off = rnd(t) % r->npages;
+	len = 1 + rnd(t) % (r->npages - off);
+	if (madvise(r->addr + off * ps, len * ps, advice))
+		syscall_failed(t, advice == MADV_MERGEABLE ? "madvise(MADV_MERGEABLE)" :
+			       "madvise(MADV_UNMERGEABLE)");
+	else if (advice == MADV_UNMERGEABLE)
+		verify_region(t, r, "after MADV_UNMERGEABLE");
+}
+
+/* New generation: copy-on-write of every merged page of the region. */
+static void op_rewrite(struct tctx *t)
+{
+	struct region *r = pick_used(t);
+
+	if (!r)
+		return;
+	verify_region(t, r, "before rewrite");
+	r->gen++;
+	fill_pages(t->proc, r, 0, r->npages);
+}
+
+static int get_merge(void)
+{
+	return prctl(PR_GET_MEMORY_MERGE, 0, 0, 0, 0);
+}
+
+static void op_prctl(struct tctx *t)
+{
+	int on = rnd(t) % 2, got;
+
+	if (prctl(PR_SET_MEMORY_MERGE, on, 0, 0, 0)) {
+		syscall_failed(t, on ? "prctl(PR_SET_MEMORY_MERGE, 1)" : "prctl(PR_SET_MEMORY_MERGE, 0)");
+		return;
+	}
+	proc_flag = on;
+	got = get_merge();
+	if (got != on) {
+		add(flag_bad, 1);
+		report("# proc %d: PR_GET_MEMORY_MERGE returned %d after setting %d\n",
+		       t->proc, got, on);
+	}
+}
+
+/* True if the VmFlags line @line has the two-letter flag @f. */
+static bool has_vmflag(const char *line, const char *f)
+{
+	for (const char *p = strchr(line, ':'); p && *p; p++)
+		if (p[0] == ' ' && p[1] == f[0] && p[2] == f[1] && (p[3] == ' ' || p[3] == '\n'))
+			return true;
+	return false;
+}
+
+/*
+ * With the flag set, every VMA that MADV_MERGEABLE would accept must be "mg"
+ * in smaps, and ksm_stat must say so.  Other threads change the address space
+ * meanwhile, so only the flag-set state can be checked exactly, and only on
+ * named VMAs (files, heap, stack): the threads' anonymous regions may have
+ * been opted out with MADV_UNMERGEABLE, which the flag does not override.
+ */
+static void op_smaps(struct tctx *t)
+{
+	char line[512], name[256] = "";
+	unsigned long bad = 0;
+	bool any = false, mergeable = false, type_process = false;
+	FILE *f;
+
+	if (!proc_flag)
+		return;
+	f = fopen("/proc/self/smaps", "r");
+	if (!f) {
+		syscall_failed(t, "open /proc/self/smaps");
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *dash = strchr(line, '-');
+
+		/* "start-end perms offset dev inode [name]" starts a VMA */
+		if (isxdigit(line[0]) && dash && dash < strchr(line, ' ')) {
+			if (sscanf(line, "%*s %*s %*s %*s %*s %255s", name) != 1)
+				name[0] = 0;
+			continue;
+		}
+		if (strncmp(line, "VmFlags:", 8) || !name[0] || !strcmp(name, "[vsyscall]"))
+			continue;
+		if (has_vmflag(line, "sh") || has_vmflag(line, "ms") || has_vmflag(line, "pf") ||
+		    has_vmflag(line, "io") || has_vmflag(line, "de") || has_vmflag(line, "ht") ||
+		    has_vmflag(line, "mm"))
+			continue;
+		if (!has_vmflag(line, "mg") && bad++ == 0)
+			report("# proc %d: flag set but VMA %s has no mg: %s", t->proc, name, line);
+	}
+	fclose(f);
+
+	f = fopen("/proc/self/ksm_stat", "r");
+	if (!f) {
+		syscall_failed(t, "open /proc/self/ksm_stat");
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (!strcmp(line, "ksm_merge_type process\n"))
+			type_process = true;
+		if (!strcmp(line, "ksm_merge_any: yes\n"))
+			any = true;
+		if (!strcmp(line, "ksm_mergeable: yes\n"))
+			mergeable = true;
+	}
+	fclose(f);
+	if (!any || !mergeable || !type_process) {
+		bad++;
+		report("# proc %d: flag set but ksm_stat says merge_any %d mergeable %d type process %d\n",
+		       t->proc, any, mergeable, type_process);
+	}
+	add(flag_bad, bad);
+}
+
+/* In a child: verify and rewrite the inherited copies of this thread's regions. */
+static int child_check(struct tctx *t, int expect_flag)
+{
+	unsigned long bad = 0;
+	int got = get_merge();
+
+	if (expect_flag >= 0 && got != expect_flag) {
+		report("# proc %d forked child: PR_GET_MEMORY_MERGE %d, parent had %d\n",
+		       t->proc, got, expect_flag);
+		bad++;
+	}
+	for (int k = 0; k < NR_REGIONS; k++) {
+		struct region *r = &t->reg[k];
+
+		if (!r->used || r->shared)
+			continue;
+		bad += verify_region(t, r, "in forked child");
+		r->gen += 7;
+		fill_pages(t->proc, r, 0, r->npages);
+		bad += verify_region(t, r, "in forked child after rewrite");
+	}
+	return bad ? 1 : 0;
+}
+
+static void wait_child(struct tctx *t, pid_t pid, const char *what)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid) {
+		syscall_failed(t, "waitpid");
+		return;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		add(children_bad, 1);
+		report("# proc %d thread %d: %s child failed (status %#x)\n",
+		       t->proc, t->tid, what, status);
+	}
+}
+
+static void op_fork(struct tctx *t)
+{
+	/* Only thread 0 changes the flag: its value is known in its own children. */
+	int expect = t->tid == 0 ? proc_flag : -1;
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		syscall_failed(t, "fork");
+		return;
+	}
+	if (pid == 0)
+		_exit(child_check(t, expect));
+	add(forks, 1);
+	add(processes, 1);
+	wait_child(t, pid, "fork");
+	for (int k = 0; k < NR_REGIONS; k++)
+		if (t->reg[k].used)
+			verify_region(t, &t->reg[k], "after fork (parent)");
+}
+
+static void op_exec(struct tctx *t)
+{
+	char expect[16], proc[16];
+	pid_t pid;
+
+	snprintf(expect, sizeof(expect), "%d", t->tid == 0 ? proc_flag : -1);
+	snprintf(proc, sizeof(proc), "%d", t->proc);
+	pid = fork();
+	if (pid < 0) {
+		syscall_failed(t, "fork (exec)");
+		return;
+	}
+	if (pid == 0) {
+		execl("/proc/self/exe", "ksm_stress", "--exec-child", expect, proc, NULL);
+		_exit(3);
+	}
+	add(execs, 1);
+	add(processes, 1);
+	wait_child(t, pid, "exec");
+}
+
+/* The exec'd program: new mm, own memory, the inherited flag. */
+static int exec_child(int expect, int proc)
+{
+	struct tctx t = { .proc = proc, .tid = -1 };
+	struct region r = { .npages = 16, .gen = 1 };
+	int got = get_merge();
+	char *brk0 = sbrk(0);
+
+	if (expect >= 0 && got != expect)
+		return 2;
+	r.addr = mmap(NULL, r.npages * ps, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r.addr == MAP_FAILED || sbrk(4 * ps) == (void *)-1)
+		return 3;
+	r.tag = (uintptr_t)r.addr;
+	fill_pages(proc, &r, 0, r.npages);
+	memset(brk0, 0x5a, 4 * ps);
+	usleep(10000);
+	for (size_t i = 0; i < 4 * ps; i++)
+		if (brk0[i] != 0x5a)
+			return 4;
+	return verify_region(&t, &r, "in exec'd child") ? 1 : 0;
+}
+
+static bool stop_now(struct tctx *t)
+{
+	return __atomic_load_n(&sh->stop, __ATOMIC_RELAXED) || t->iter >= max_iter ||
+	       time(NULL) >= deadline;
+}
+
+static void *thread_main(void *arg)
+{
+	struct tctx *t = arg;
+	int only_t0 = t->tid == 0;
+
+	while (!stop_now(t)) {
+		unsigned int x = rnd(t) % 100;
+		enum op op = x < 14 ? OP_MAP : x < 22 ? OP_UNMAP : x < 30 ? OP_TRIM :
+			     x < 38 ? OP_MREMAP : x < 46 ? OP_MPROTECT : x < 56 ? OP_MADVISE :
+			     x < 68 ? OP_REWRITE : x < 80 ? OP_VERIFY : x < 86 ? OP_PRCTL :
+			     x < 90 ? OP_SMAPS : x < 96 ? OP_FORK : OP_EXEC;
+
+		sh->thread[t->proc][t->tid].op = op;
+		sh->thread[t->proc][t->tid].beat = now();
+		switch (op) {
+		case OP_MAP: op_map(t); break;
+		case OP_UNMAP: op_unmap(t); break;
+		case OP_TRIM: op_trim(t); break;
+		case OP_MREMAP: op_mremap(t); break;
+		case OP_MPROTECT: op_mprotect(t); break;
+		case OP_MADVISE: op_madvise(t); break;
+		case OP_REWRITE: op_rewrite(t); break;
+		case OP_PRCTL: if (only_t0) op_prctl(t); break;
+		case OP_SMAPS: if (only_t0) op_smaps(t); break;
+		case OP_FORK: op_fork(t); break;
+		case OP_EXEC: op_exec(t); break;
+		default: {
+			struct region *r = pick_used(t);
+
+			if (r)
+				verify_region(t, r, "periodic check");
+		}
+		}
+		t->iter++;
+		add(ops, 1);
+	}
+	/* At exit every page is checked once more. */
+	sh->thread[t->proc][t->tid].op = OP_DONE;
+	sh->thread[t->proc][t->tid].beat = now();
+	for (int k = 0; k < NR_REGIONS; k++)
+		if (t->reg[k].used)
+			verify_region(t, &t->reg[k], "at exit");
+	sh->thread[t->proc][t->tid].done = 1;
+	return NULL;
+}
+
+static int worker(int proc, uint64_t seed)
+{
+	pthread_t th[MAX_THREADS];
+	static struct tctx ctx[MAX_THREADS];
+
+	/* Half the workers start with the flag, the other half rely on madvise. */
+	if (proc % 2 == 0) {
+		if (prctl(PR_SET_MEMORY_MERGE, 1, 0, 0, 0)) {
+			report("# proc %d: prctl(PR_SET_MEMORY_MERGE, 1): %s\n", proc, strerror(errno));
+			add(errors, 1);
+		} else {
+			proc_flag = 1;
+		}
+	}
+	for (int i = 0; i < nthreads; i++) {
+		ctx[i] = (struct tctx){ .proc = proc, .tid = i, .rnd = seed ^ mix(proc * 64 + i) };
+		sh->thread[proc][i].beat = now();
+		if (pthread_create(&th[i], NULL, thread_main, &ctx[i])) {
+			report("# proc %d: pthread_create failed\n", proc);
+			add(errors, 1);
+			sh->thread[proc][i].done = 1;
+			nthreads = i;
+			break;
+		}
+	}
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
+
+static long sysfs_read(const char *name)
+{
+	char path[128];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), KSM_SYSFS "%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static int sysfs_write(const char *name, long v)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), KSM_SYSFS "%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	ret = fprintf(f, "%ld", v) < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+/* Stack traces of the tasks in D state on the console (sysrq w), for the hang report. */
+static void show_blocked_tasks(void)
+{
+	int fd = open("/proc/sysrq-trigger", O_WRONLY);
+
+	if (fd >= 0 && write(fd, "w", 1) == 1)
+		ksft_print_msg("blocked tasks are listed on the console (sysrq w)\n");
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Watch heartbeats and wait for the workers; returns false on a hang. */
+static bool watch(pid_t *pids, long *max_sharing)
+{
+	unsigned long limit = now() + duration + 600;
+	int left = nprocs;
+
+	while (left) {
+		pid_t pid = waitpid(-1, NULL, WNOHANG);
+		unsigned long t = now();
+
+		if (pid > 0) {
+			left--;
+			continue;
+		}
+		if (sysfs_read("pages_sharing") > *max_sharing)
+			*max_sharing = sysfs_read("pages_sharing");
+		for (int p = 0; p < nprocs; p++)
+			for (int i = 0; i < nthreads; i++) {
+				unsigned long beat = sh->thread[p][i].beat;
+
+				if (!beat || sh->thread[p][i].done || t < beat + HANG_SECS)
+					continue;
+				ksft_print_msg("proc %d thread %d stuck in %s for %lu s\n",
+					       p, i, op_name[sh->thread[p][i].op], t - beat);
+				goto hang;
+			}
+		if (t > limit) {
+			ksft_print_msg("workers still running %lu s after the deadline\n", t - deadline);
+			goto hang;
+		}
+		sleep(1);
+	}
+	return true;
+hang:
+	show_blocked_tasks();
+	sh->stop = 1;
+	for (int p = 0; p < nprocs; p++)
+		kill(pids[p], SIGKILL);
+	return false;
+}
+
+/* After every process exited, ksmd must drop all pages and rmap items. */
+static bool counters_drain(void)
+{
+	static const char *const names[] = {
+		"pages_shared", "pages_sharing", "pages_unshared", "pages_volatile",
+	};
+
+	for (int tries = 0; tries < 120; tries++) {
+		long sum = 0;
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			sum += sysfs_read(names[i]);
+		if (sum == 0)
+			return true;
+		sleep(1);
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		ksft_print_msg("%s %ld\n", names[i], sysfs_read(names[i]));
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	long saved_run, saved_sleep, saved_scan, max_sharing = 0;
+	uint64_t seed = 1;
+	pid_t pids[MAX_PROCS];
+	bool no_hang, drained;
+	int opt;
+
+	ps = sysconf(_SC_PAGESIZE);
+	if (argc == 4 && !strcmp(argv[1], "--exec-child")) {
+		sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		return sh == MAP_FAILED ? 3 : exec_child(atoi(argv[2]), atoi(argv[3]));
+	}
+	while ((opt = getopt(argc, argv, "d:i:p:t:s:")) != -1) {
+		switch (opt) {
+		case 'd': duration = strtoul(optarg, NULL, 0); break;
+		case 'i': max_iter = strtoul(optarg, NULL, 0); break;
+		case 'p': nprocs = atoi(optarg); break;
+		case 't': nthreads = atoi(optarg); break;
+		case 's': seed = strtoull(optarg, NULL, 0); break;
+		default:
+			fprintf(stderr, "usage: %s [-d seconds] [-i ops per thread] [-p procs 1-%d] [-t threads 1-%d] [-s seed]\n",
+				argv[0], MAX_PROCS, MAX_THREADS);
+			return KSFT_FAIL;
+		}
+	}
+	if (nprocs < 1 || nprocs > MAX_PROCS || nthreads < 1 || nthreads > MAX_THREADS) {
+		fprintf(stderr, "%s: -p must be 1-%d and -t 1-%d\n", argv[0], MAX_PROCS, MAX_THREADS);
+		return KSFT_FAIL;
+	}
+
+	ksft_print_header();
+	if (geteuid())
+		ksft_exit_skip("needs root to drive ksmd\n");
+	if (get_merge() < 0)
+		ksft_exit_skip("no PR_GET_MEMORY_MERGE: %s\n", strerror(errno));
+	saved_run = sysfs_read("run");
+	saved_sleep = sysfs_read("sleep_millisecs");
+	saved_scan = sysfs_read("pages_to_scan");
+	if (saved_run < 0 || sysfs_write("sleep_millisecs", 0) || sysfs_write("pages_to_scan", 5000) ||
+	    sysfs_write("run", 1))
+		ksft_exit_skip("cannot set up ksmd in " KSM_SYSFS "\n");
+	ksft_set_plan(7);
+	ksft_print_msg("%d processes x %d threads, %lu s or %lu ops per thread, seed %llu\n",
+		       nprocs, nthreads, duration, max_iter, (unsigned long long)seed);
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
+	ps = sysconf(_SC_PAGESIZE);
+	deadline = time(NULL) + duration;
+	fflush(stdout);
+	for (int p = 0; p < nprocs; p++) {
+		pids[p] = fork();
+		if (pids[p] < 0)
+			ksft_exit_fail_msg("fork: %s\n", strerror(errno));
+		if (pids[p] == 0)
+			_exit(worker(p, seed));
+		sh->processes++;
+	}
+	no_hang = watch(pids, &max_sharing);
+	drained = no_hang && counters_drain();
+
+	ksft_test_result(sh->mismatches == 0, "no data lost: %lu pages verified, %lu mismatches\n",
+			 sh->pages_verified, sh->mismatches);
+	ksft_test_result(sh->errors == 0, "every mmap/munmap/mremap/mprotect/madvise/fork/prctl succeeded (%lu failed)\n",
+			 sh->errors);
+	ksft_test_result(no_hang, "no thread stalled for %d s in one operation\n", HANG_SECS);
+	ksft_test_result(sh->flag_bad == 0, "PR_GET_MEMORY_MERGE, smaps mg and ksm_stat agreed with the last PR_SET (%lu disagreements)\n",
+			 sh->flag_bad);
+	ksft_test_result(sh->children_bad == 0, "%lu forked and %lu exec'd children saw their memory and flag intact (%lu failed)\n",
+			 sh->forks, sh->execs, sh->children_bad);
+	ksft_test_result(max_sharing > 0, "ksmd merged pages during the run (max pages_sharing %ld)\n",
+			 max_sharing);
+	ksft_test_result(drained, "KSM page counters returned to 0 after all processes exited\n");
+
+	ksft_print_msg("stat operations %lu\n", sh->ops);
+	ksft_print_msg("stat processes %lu\n", sh->processes);
+	ksft_print_msg("stat pages_verified %lu\n", sh->pages_verified);
+	ksft_print_msg("stat mismatches %lu\n", sh->mismatches);
+
+	sysfs_write("pages_to_scan", saved_scan);
+	sysfs_write("sleep_millisecs", saved_sleep);
+	sysfs_write("run", saved_run);
+	ksft_finished();
+}
