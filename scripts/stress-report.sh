@@ -11,7 +11,7 @@ echo "Last run: \`$cmd\`, $(date -u +%Y-%m-%d), kernel $(sed -n 's/.*Linux versi
 echo
 echo "| program | results ok/not ok/skip | operations | processes | pages verified | faults injected | signals sent | data mismatches |"
 echo "|---|---|---|---|---|---|---|---|"
-awk '
+tr -d '\r' < "$log" | awk '
 function flush() {
 	if (prog == "") return
 	printf "| %s | %d/%d/%d | %d | %d | %d | %d | %d | %d |\n", prog, ok, nok, sk,
@@ -30,6 +30,6 @@ END {
 	printf "| **all** | %d/%d/%d | %d | %d | %d | %d | %d | %d |\n", tok, tnok, tsk,
 		tot["operations"], tot["processes"], tot["pages_verified"], tot["faults_injected"],
 		tot["signals_sent"], tot["mismatches"]
-}' "$log"
+}'
 echo
 echo "Kernel splats on the console: $splats. Leak reports (kmemleak): $leaks."

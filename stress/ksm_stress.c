@@ -775,6 +775,7 @@ int main(int argc, char **argv)
 	uint64_t seed = 1;
 	pid_t pids[MAX_PROCS];
 	bool no_hang, drained;
+	time_t start;
 	int opt;
 
 	ps = sysconf(_SC_PAGESIZE);
@@ -830,7 +831,9 @@ int main(int argc, char **argv)
 			_exit(worker(p, seed));
 		sh->processes++;
 	}
+	start = time(NULL);
 	no_hang = watch(pids, &max_sharing);
+	ksft_print_msg("workers ran %ld s\n", (long)(time(NULL) - start));
 	drained = no_hang && counters_drain();
 
 	ksft_test_result(sh->mismatches == 0, "no data lost: %lu pages verified, %lu mismatches\n",
