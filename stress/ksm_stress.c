@@ -72,7 +72,7 @@ static const char *const op_name[NR_OPS] = {
 /* Shared by the root and every descendant (MAP_SHARED, never mergeable). */
 struct shared {
 	unsigned long ops, pages_verified, mismatches, errors, processes;
-	unsigned long flag_bad, children_bad, forks, execs;
+	unsigned long flag_bad, children_bad, forks, execs, mremap_efault;
 	unsigned long reports;
 	int stop;
 	struct {
@@ -311,7 +311,11 @@ static void op_mremap(struct tctx *t)
 		syscall_failed(t, "madvise (before mremap)");
 		return;
 	}
-	if (how == 0 && old < 2 * MAX_PAGES) {		/* grow, may move */
+	/*
+	 * Not for MAP_SHARED: the grown part would lie beyond the end of the
+	 * shmem object behind the mapping, and touching it raises SIGBUS.
+	 */
+	if (how == 0 && old < 2 * MAX_PAGES && !r->shared) {	/* grow, may move */
 		new = old + 1 + rnd(t) % MAX_PAGES;
 		p = mremap(r->addr, old * ps, new * ps, MREMAP_MAYMOVE);
 	} else if (how == 1 && old > 1) {		/* shrink in place */
@@ -326,6 +330,14 @@ static void op_mremap(struct tctx *t)
 		}
 		new = old;
 		p = mremap(r->addr, old * ps, old * ps, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+	}
+	/*
+	 * The region may still be several VMAs that cannot merge (different
+	 * anon_vmas after moves and forks): mremap(2) documents EFAULT for that.
+	 */
+	if (p == MAP_FAILED && errno == EFAULT) {
+		add(mremap_efault, 1);
+		return;
 	}
 	if (p == MAP_FAILED) {
 		syscall_failed(t, "mremap");
@@ -714,10 +726,15 @@ static bool watch(pid_t *pids, long *max_sharing)
 	int left = nprocs;
 
 	while (left) {
-		pid_t pid = waitpid(-1, NULL, WNOHANG);
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
 		unsigned long t = now();
 
 		if (pid > 0) {
+			if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+				ksft_print_msg("worker %d ended with status %#x\n", pid, status);
+				sh->errors++;
+			}
 			left--;
 			continue;
 		}
@@ -849,6 +866,8 @@ int main(int argc, char **argv)
 			 max_sharing);
 	ksft_test_result(drained, "KSM page counters returned to 0 after all processes exited\n");
 
+	ksft_print_msg("%lu mremap() calls refused a range of several VMAs (EFAULT)\n",
+		       sh->mremap_efault);
 	ksft_print_msg("stat operations %lu\n", sh->ops);
 	ksft_print_msg("stat processes %lu\n", sh->processes);
 	ksft_print_msg("stat pages_verified %lu\n", sh->pages_verified);
