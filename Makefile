@@ -11,7 +11,7 @@ frags_run      := base ksm
 frags_noksm    := base noksm
 frags_noprocfs := base ksm noprocfs
 
-.PHONY: deps tree export src kernel vm run check check-quick stress stress-progs clean distclean
+.PHONY: deps tree export src kernel vm run check check-quick stress stress-progs clean distclean bench
 
 deps:
 	@sh scripts/deps.sh
@@ -68,8 +68,12 @@ check: deps
 check-quick: deps
 	bash scripts/check.sh --quick
 
+# base (no series) and patched kernels, same config; bench/results.md + bench/results.png
+bench: deps
+	sh scripts/bench.sh
+
 clean:
-	rm -rf build/out build/src build/src.sum build/selftests build/stress build/logs build/vm build/ksmctl build/am.err
+	rm -rf build/out build/src build/src.sum build/selftests build/stress build/bench build/logs build/vm build/ksmctl build/am.err
 
 # Also drops the compiler cache and the unpacked base; build/linux (your edits) is kept.
 distclean: clean

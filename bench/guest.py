@@ -1,0 +1,321 @@
+"""guest.py (runs in the guest as root): every benchmark, REPS times; prints "BENCH name value".
+
+    python3 bench/guest.py REPS [SECTION...]    sections: hot python dedup ksmd ctl capacity
+
+Benchmarks that need the series run only when the kernel has it (general_profit exists);
+a benchmark that cannot run makes the exit status non-zero.
+"""
+import os
+import select
+import subprocess
+import sys
+import time
+
+KSM = '/sys/kernel/mm/ksm/'
+BIN = os.environ.get('BENCH_BIN', 'build/bench')
+PATCHED = os.path.exists(KSM + 'general_profit')
+PAGE = os.sysconf('SC_PAGE_SIZE')
+RECORDS = 60000        # python object graph: 64+ MiB (checked)
+WORKERS = 4            # python workers for the memory figures
+PRIVATE_MIB = 24       # unique data per worker (per-request state)
+KSMD = {'pages_to_scan': 4000, 'sleep_millisecs': 20}
+CAP_BUDGET_MIB = 384   # memory.max of the capacity cgroup
+CAP_MAX = 24           # capacity is reported as ">= CAP_MAX" beyond this (bounded time)
+
+
+def out(name, value):
+    print('BENCH %s %s' % (name, value), flush=True)
+
+
+def ksm(name, value=None):
+    if value is None:
+        with open(KSM + name) as f:
+            return int(f.read())
+    with open(KSM + name, 'w') as f:
+        f.write('%d\n' % value)
+
+
+def meminfo():
+    m = {}
+    with open('/proc/meminfo') as f:
+        for line in f:
+            k, v = line.split(':')
+            m[k] = int(v.split()[0])
+    return m
+
+
+def used_kib():
+    m = meminfo()
+    return m['MemTotal'] - m['MemAvailable']
+
+
+def pss_kib(pids):
+    total = 0
+    for pid in pids:
+        with open('/proc/%d/smaps_rollup' % pid) as f:
+            total += sum(int(l.split()[1]) for l in f if l.startswith('Pss:'))
+    return total
+
+
+def ksmd_ticks():
+    for pid in os.listdir('/proc'):
+        if pid.isdigit():
+            try:
+                with open('/proc/%s/stat' % pid) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            if st.split()[1] == '(ksmd)':
+                f = st.rsplit(')', 1)[1].split()
+                return int(f[11]) + int(f[12])
+    raise SystemExit('guest.py: no ksmd thread')
+
+
+def scan(pids):
+    """(distinct anonymous physical pages, distinct contents) of pids: ksmbench dupscan."""
+    r = run([BIN + '/ksmbench', 'dupscan'] + [str(p) for p in pids], quiet=True).split()
+    return int(r[1]), int(r[2])
+
+
+def converge(max_scans=60):
+    """Start ksmd; wait until pages_sharing is unchanged for 2 full scans.
+    Returns (seconds, full scans) until the last change, ksmd CPU seconds."""
+    ticks0, scans0, t0 = ksmd_ticks(), ksm('full_scans'), time.monotonic()
+    ksm('run', 1)
+    last, t_last, s_last = -1, 0.0, scans0
+    while True:
+        time.sleep(0.05)
+        sharing, scans = ksm('pages_sharing'), ksm('full_scans')
+        if sharing != last:
+            last, t_last, s_last = sharing, time.monotonic() - t0, scans
+        elif scans >= s_last + 2 and scans >= scans0 + 3:
+            break
+        if scans > scans0 + max_scans:
+            raise SystemExit('guest.py: merging did not converge in %d full scans' % max_scans)
+    cpu = (ksmd_ticks() - ticks0) / os.sysconf('SC_CLK_TCK')
+    return t_last, s_last - scans0, cpu
+
+
+class Server:
+    """The python prefork server, launched with or without per-process KSM."""
+
+    def __init__(self, use_ksm, cgroup=None):
+        cmd = ['python3', 'bench/pygc.py', str(RECORDS), str(PRIVATE_MIB)]
+        if use_ksm:
+            cmd = [BIN + '/ksmbench', 'exec'] + cmd
+        pre = None
+        if cgroup:
+            def pre():
+                with open(cgroup + '/cgroup.procs', 'w') as f:
+                    f.write('0\n')
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True, start_new_session=True, preexec_fn=pre)
+        line = self.p.stdout.readline().split()
+        if not line or line[0] != 'PARENT':
+            raise SystemExit('guest.py: pygc.py did not start: %r' % line)
+        self.pids = [int(line[1])]
+        self.graph_kib = int(line[2])
+        if self.graph_kib < 64 << 10:
+            raise SystemExit('guest.py: graph is only %d KiB, want >= 64 MiB' % self.graph_kib)
+
+    def fork(self):
+        """One more worker; returns False if it died (OOM kill) before it was ready."""
+        self.p.stdin.write('fork\n')
+        self.p.stdin.flush()
+        line = self.p.stdout.readline().split()
+        if len(line) != 2 or line[0] != 'FORKED':
+            raise SystemExit('guest.py: pygc.py did not fork: %r' % line)
+        pid = int(line[1])
+        while not select.select([self.p.stdout], [], [], 0.2)[0]:
+            if not alive(pid):
+                return False
+        line = self.p.stdout.readline().split()
+        if line != ['READY', str(pid)]:
+            raise SystemExit('guest.py: worker %d: %r' % (pid, line))
+        self.pids.append(pid)
+        return True
+
+    def stop(self):
+        """Kill the parent and its workers; return once they all have released memory."""
+        try:
+            os.killpg(self.p.pid, 9)
+        except ProcessLookupError:
+            pass
+        self.p.wait()
+        for pid in self.pids[1:]:
+            for _ in range(400):
+                if not alive(pid):
+                    break
+                time.sleep(0.05)
+
+
+def alive(pid):
+    """pid exists and has not exited (a zombie has released its memory)."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0] not in 'ZX'
+    except OSError:
+        return False
+
+
+def bench_hot(reps):
+    for _ in range(reps):
+        run([BIN + '/ksmbench', 'hot', 'off', '20000'])
+        if PATCHED:
+            run([BIN + '/ksmbench', 'hot', 'on', '20000'])
+
+
+def bench_python(reps):
+    ksm('run', 2)
+    for k in range(reps):
+        for mode in ('nksm', 'ksm') if PATCHED else ('nksm',):
+            ksm('run', 0)
+            s = Server(mode == 'ksm')
+            for _ in range(WORKERS):
+                if not s.fork():
+                    raise SystemExit('guest.py: a python worker died')
+            time.sleep(0.5)
+            p = 'py.%s.' % mode
+            out(p + 'graph_mib', round(s.graph_kib / 1024, 1))
+            out(p + 'pss_mib', round(pss_kib(s.pids) / 1024, 1))
+            used = [used_kib()]
+            if mode == 'ksm':
+                before, contents = scan(s.pids)
+                dups = before - contents
+                t, scans, cpu = converge()
+                after = scan(s.pids)[0]
+                time.sleep(0.5)
+                out(p + 'pss_after_mib', round(pss_kib(s.pids) / 1024, 1))
+                used.append(used_kib())
+                out(p + 'pages_sharing', ksm('pages_sharing'))
+                out(p + 'pages_shared', ksm('pages_shared'))
+                out(p + 'general_profit_mib', round(ksm('general_profit') / 2**20, 1))
+                out(p + 'converge_s', round(t, 2))
+                out(p + 'converge_full_scans', scans)
+                out(p + 'ksmd_cpu_s', round(cpu, 2))
+                out('dedup.py.anon_pages', before)
+                out('dedup.py.duplicates', dups)
+                out('dedup.py.saved_pages', before - after)
+                out('dedup.py.efficiency', round((before - after) / dups, 4))
+            s.stop()
+            ksm('run', 2)
+            time.sleep(0.5)
+            idle = used_kib()   # MemTotal - MemAvailable without the workload
+            for u, name in zip(used, ('used_mib', 'used_after_mib')):
+                out(p + name, round((u - idle) / 1024, 1))
+
+
+def run(cmd, quiet=False):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if not quiet:
+        sys.stdout.write(r.stdout)
+        sys.stdout.flush()
+    if r.returncode:
+        raise SystemExit('guest.py: %s failed (exit %d)' % (' '.join(cmd), r.returncode))
+    return r.stdout
+
+
+def bench_dedup(reps):
+    if PATCHED:
+        for _ in range(reps):
+            run([BIN + '/ksmbench', 'synth'])
+
+
+def bench_ksmd(reps):
+    for _ in range(reps):
+        for t in ('0', '1') if PATCHED else ('0',):
+            o = run([BIN + '/ksm_tests', '-P', '-s', '128', '-t', t])
+            secs = [l.split()[2] for l in o.splitlines() if l.startswith('Total time:')]
+            if not secs:
+                raise SystemExit('guest.py: ksm_tests -P -t %s printed no time' % t)
+            out('ksmd.merge_128MiB.%s_s' % ('madvise' if t == '0' else 'prctl'), secs[0])
+
+
+def bench_ctl(reps):
+    for _ in range(reps):
+        if PATCHED:
+            run([BIN + '/ksmbench', 'enable', '10000'])
+            run([BIN + '/ksmbench', 'unmerge', 'prctl', '256'])
+        run([BIN + '/ksmbench', 'unmerge', 'madvise', '256'])
+
+
+def bench_capacity(reps):
+    """Workers that fit in a memory cgroup of CAP_BUDGET_MIB, parent included.
+
+    Admission control, as a scheduler does it: one more worker starts while the cgroup's
+    memory.current plus the peak one new worker takes before merging stays within the
+    budget (memory.max = the budget too: an OOM kill also ends the count). With KSM,
+    ksmd runs to convergence before the next worker is admitted."""
+    cg = '/sys/fs/cgroup'
+    if not os.path.exists(cg + '/cgroup.controllers'):
+        subprocess.run(['mount', '-t', 'cgroup2', 'none', cg], check=True)
+    with open(cg + '/cgroup.subtree_control', 'w') as f:
+        f.write('+memory\n')
+    budget = CAP_BUDGET_MIB << 20
+    for k in range(reps):
+        for mode in ('nksm', 'ksm') if PATCHED else ('nksm',):
+            g = '%s/cap%d%s' % (cg, k, mode)
+            os.mkdir(g)
+            with open(g + '/memory.max', 'w') as f:
+                f.write('%d\n' % budget)
+            ksm('run', 2)
+            ksm('run', 0)
+            t = time.monotonic()
+            s = Server(mode == 'ksm', g)
+            n, peak = 0, 0
+            while n < CAP_MAX:
+                cur = cg_read(g, 'memory.current')
+                if n and cur + peak > budget:
+                    break
+                if not s.fork() or oom_kills(g):
+                    break
+                n += 1
+                peak = max(peak, cg_read(g, 'memory.current') - cur)
+                if mode == 'ksm':
+                    converge()
+                    ksm('run', 0)
+            out('cap.%s.workers' % mode, n)
+            out('cap.%s.worker_peak_mib' % mode, round(peak / 2**20, 1))
+            out('cap.%s.used_mib' % mode, round(cg_read(g, 'memory.current') / 2**20, 1))
+            out('cap.%s.capped' % mode, int(n >= CAP_MAX))
+            out('cap.%s.time_s' % mode, round(time.monotonic() - t, 1))
+            s.stop()
+            ksm('run', 2)
+            for _ in range(200):      # killed workers may still be exiting
+                with open(g + '/cgroup.events') as f:
+                    if 'populated 0' in f.read():
+                        break
+                time.sleep(0.05)
+            os.rmdir(g)
+
+
+def cg_read(g, name):
+    with open('%s/%s' % (g, name)) as f:
+        return int(f.read())
+
+
+def oom_kills(g):
+    with open(g + '/memory.events') as f:
+        return sum(int(l.split()[1]) for l in f if l.startswith('oom_kill '))
+
+
+def main():
+    reps = int(sys.argv[1])
+    sections = sys.argv[2:] or ['hot', 'python', 'dedup', 'ksmd', 'ctl', 'capacity']
+    out('kernel.patched', int(PATCHED))
+    out('kernel.release', os.uname().release)
+    for k, v in (('records', RECORDS), ('workers', WORKERS), ('private_mib', PRIVATE_MIB),
+                 ('cap_budget_mib', CAP_BUDGET_MIB), ('cap_max', CAP_MAX)):
+        out('param.' + k, v)
+    for k, v in KSMD.items():
+        ksm(k, v)
+        out('param.ksmd_' + k, v)
+    for sec in sections:
+        t = time.monotonic()
+        globals()['bench_' + sec](reps)
+        out('section.%s_s' % sec, round(time.monotonic() - t, 1))
+        print('guest.py: %s done' % sec, file=sys.stderr, flush=True)
+
+
+if __name__ == '__main__':
+    main()

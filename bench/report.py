@@ -1,0 +1,320 @@
+"""report.py DIR ICOUNT REPS: read the BENCH lines of DIR/{base,patched,patched-cap}.console
+and DIR/timing, write bench/results.md (tables: median and spread of each measure, ratios
+patched/base) and bench/results.png."""
+import os
+import platform
+import statistics
+import subprocess
+import sys
+
+import matplotlib
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def load(path):
+    vals = {}
+    with open(path, errors='replace') as f:
+        for line in f:
+            line = line.strip('\r\n')
+            if line.startswith('BENCH '):
+                _, name, value = line.split(None, 2)
+                vals.setdefault(name, []).append(value)
+    return vals
+
+
+def nums(d, name):
+    return [float(v) for v in d.get(name, [])]
+
+
+def med(d, name):
+    v = nums(d, name)
+    return statistics.median(v) if v else None
+
+
+def spread(d, name):
+    """Half the range, in % of the median."""
+    v = nums(d, name)
+    m = statistics.median(v) if v else 0
+    return (max(v) - min(v)) / 2 / m * 100 if v and m else 0.0
+
+
+def cell(d, name, fmt='%.1f'):
+    v = nums(d, name)
+    if not v:
+        return 'n/a on base' if d is BASE else 'n/a'
+    return (fmt % statistics.median(v)) + ' ±%.1f%%' % spread(d, name) + (
+        '' if len(v) > 1 else ' (1 run)')
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def rcell(x, fmt='%.4f'):
+    return fmt % x if x is not None else '–'
+
+
+out_dir, icount, reps = sys.argv[1], sys.argv[2], sys.argv[3]
+BASE = load(os.path.join(out_dir, 'base.console'))
+PATCHED = load(os.path.join(out_dir, 'patched.console'))
+for k, v in load(os.path.join(out_dir, 'patched-cap.console')).items():
+    PATCHED.setdefault(k, []).extend(v)
+B, P = BASE, PATCHED
+if set(B.get('kernel.patched', [])) != {'0'} or set(P.get('kernel.patched', [])) != {'1'}:
+    sys.exit('report.py: the base guest must run a kernel without the series and the patched '
+             'guests one with it (kernel.patched: base %s, patched %s)' % (
+                 B.get('kernel.patched'), P.get('kernel.patched')))
+for need in ('py.nksm.pss_mib', 'hot.off.mmap_munmap_ns', 'cap.nksm.workers'):
+    if need not in B or need not in P:
+        sys.exit('report.py: %s missing from the guest output in %s' % (need, out_dir))
+timing = []
+with open(os.path.join(out_dir, 'timing')) as f:
+    for line in f:
+        name, secs = line.rsplit(None, 1)
+        timing.append((name, int(secs) if secs.isdigit() else 0))
+
+qemu = subprocess.run(['qemu-system-x86_64', '--version'], stdout=subprocess.PIPE,
+                      text=True).stdout.splitlines()[0]
+cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
+rev = subprocess.run(['git', 'describe', '--always', '--dirty'], stdout=subprocess.PIPE,
+                     text=True).stdout.strip()
+par = {k[6:]: v[0] for k, v in P.items() if k.startswith('param.')}
+
+L = []
+w = L.append
+w('# Benchmark results: per-process KSM, base vs patched 6.1')
+w('')
+w('Command: `make bench` (scripts/bench.sh, BENCH_REPS=%s) at %s, repo %s.' % (
+    reps, subprocess.run(['date', '-u', '+%Y-%m-%d %H:%M UTC'], stdout=subprocess.PIPE,
+                         text=True).stdout.strip(), rev))
+w('Each cell: median of %s runs ± half the range (min..max) in %% of the median. '
+  'Ratios: patched/base of the medians.' % reps)
+w('')
+w('| setting | value |')
+w('| --- | --- |')
+w('| kernels | base = %s without the series (build/bench/base-src), patched = %s (build/bench/src = base + patches/); same fragments `config/base.config config/ksm.config` (tinyconfig + fragments, no debug options) |' % (B['kernel.release'][0], P['kernel.release'][0]))
+w('| QEMU | %s: `-accel tcg -cpu max -smp 1 -m 2G -icount %s`, host root over 9p (scripts/vm.sh) |' % (qemu, icount))
+w('| time | guest CLOCK_MONOTONIC under `-icount shift=0`: 1 ns of virtual time per guest instruction, independent of host load; `sleep=off`: idle time is skipped (ksmd sleeps cost no wall time). `-smp 1` (SMP bring-up hangs under -icount with this QEMU) |')
+w('| host | %s, %d cores (guests run in parallel, one host thread each) |' % (cpu, os.cpu_count()))
+w('| ksmd | pages_to_scan %s, sleep_millisecs %s (stopped, run=0, during hot-path and control-path timings) |' % (par['ksmd_pages_to_scan'], par['ksmd_sleep_millisecs']))
+w('| python workload | bench/pygc.py: parent builds %s records (dicts, lists, strings: %s MiB of graph), forks %s workers; each walks the whole graph (reference-count writes) and holds %s MiB of private random data, then idles |' % (par['records'], cell(P, 'py.nksm.graph_mib'), par['workers'], par['private_mib']))
+w('')
+
+# 1. python
+w('## 1. Forked Python workers (the motivating case)')
+w('')
+w('| measure | base, no KSM | patched, no KSM | patched, KSM by launcher (prctl + exec), merged |')
+w('| --- | --- | --- | --- |')
+w('| sum of PSS, parent + %s workers (MiB) | %s | %s | %s (before merging: %s) |' % (
+    par['workers'], cell(B, 'py.nksm.pss_mib'), cell(P, 'py.nksm.pss_mib'),
+    cell(P, 'py.ksm.pss_after_mib'), cell(P, 'py.ksm.pss_mib')))
+w('| MemTotal − MemAvailable, workload (MiB) | %s | %s | %s (before merging: %s) |' % (
+    cell(B, 'py.nksm.used_mib'), cell(P, 'py.nksm.used_mib'),
+    cell(P, 'py.ksm.used_after_mib'), cell(P, 'py.ksm.used_mib')))
+for name, label, fmt in (('pages_sharing', 'pages_sharing', '%.0f'),
+                         ('pages_shared', 'pages_shared', '%.0f'),
+                         ('general_profit_mib', 'general_profit (MiB)', '%.1f'),
+                         ('converge_s', 'time until merging converges (s, from ksmd start)', '%.2f'),
+                         ('converge_full_scans', 'full scans until it converges', '%.0f'),
+                         ('ksmd_cpu_s', 'ksmd CPU time (s, until convergence is detected)', '%.2f')):
+    w('| %s | n/a on base | – | %s |' % (label, cell(P, 'py.ksm.' + name, fmt)))
+pss_saved = 1 - med(P, 'py.ksm.pss_after_mib') / med(P, 'py.nksm.pss_mib')
+used_saved = 1 - med(P, 'py.ksm.used_after_mib') / med(P, 'py.nksm.used_mib')
+w('| memory saved vs no KSM | | | **%.1f%%** of PSS, %.1f%% of MemTotal − MemAvailable |' % (
+    pss_saved * 100, used_saved * 100))
+w('')
+w('Capacity: workers admitted into a memory cgroup of %s MiB (memory.max; parent included) '
+  'while memory.current + the peak of one new worker fits; with KSM, ksmd converges '
+  'before the next worker starts (bench/guest.py bench_capacity).' % par['cap_budget_mib'])
+w('')
+w('| measure | base, no KSM | patched, no KSM | patched, KSM |')
+w('| --- | --- | --- | --- |')
+w('| workers that fit | %s | %s | %s |' % (cell(B, 'cap.nksm.workers', '%.0f'),
+  cell(P, 'cap.nksm.workers', '%.0f'), cell(P, 'cap.ksm.workers', '%.0f')))
+w('| peak of one new worker (MiB) | %s | %s | %s |' % (cell(B, 'cap.nksm.worker_peak_mib'),
+  cell(P, 'cap.nksm.worker_peak_mib'), cell(P, 'cap.ksm.worker_peak_mib')))
+w('| memory.current at the end (MiB) | %s | %s | %s |' % (cell(B, 'cap.nksm.used_mib'),
+  cell(P, 'cap.nksm.used_mib'), cell(P, 'cap.ksm.used_mib')))
+cap_gain = med(P, 'cap.ksm.workers') / med(P, 'cap.nksm.workers') - 1
+capped = max(nums(P, 'cap.ksm.capped') or [0])
+w('| capacity gain with KSM | | | **%+.0f%%**%s |' % (cap_gain * 100,
+  ' (hit the cap of %s workers: a lower bound)' % par['cap_max'] if capped else ''))
+w('')
+
+# 2. dedup
+w('## 2. Dedup efficiency against the physical limit')
+w('')
+w('Duplicates present = distinct anonymous physical pages − distinct contents among them '
+  '(`ksmbench dupscan`: /proc/PID/pagemap + /proc/PID/mem, before ksmd starts); merged = '
+  'physical pages freed (the same scan after convergence; synthetic: pages mapped to a '
+  'KSM page − distinct KSM pages, via /proc/kpageflags). The limit is 1.0.')
+w('')
+w('| workload | pages scanned | duplicates present | merged | efficiency |')
+w('| --- | --- | --- | --- | --- |')
+w('| python (section 1) | %s | %s | %s | **%s** |' % (cell(P, 'dedup.py.anon_pages', '%.0f'),
+  cell(P, 'dedup.py.duplicates', '%.0f'), cell(P, 'dedup.py.saved_pages', '%.0f'),
+  cell(P, 'dedup.py.efficiency', '%.4f')))
+w('| synthetic: 2048 unique pages, 256 contents x 8, 64 x 32 (known: 3776) | %s | %s | %s | **%s** |' % (
+  cell(P, 'dedup.synth.pages', '%.0f'), cell(P, 'dedup.synth.duplicates', '%.0f'),
+  cell(P, 'dedup.synth.saved_pages', '%.0f'), cell(P, 'dedup.synth.efficiency', '%.4f')))
+w('')
+w('Base kernel: n/a (needs PR_SET_MEMORY_MERGE).')
+w('')
+
+# 3. ksmd throughput
+w('## 3. ksmd throughput: prctl vs madvise')
+w('')
+w('`ksm_tests -P -s 128 -t 0|1` (series selftest): time for ksmd to merge 128 MiB of '
+  'identical pages, merging asked by madvise (0) or prctl (1).')
+w('')
+mad_p, prc_p = med(P, 'ksmd.merge_128MiB.madvise_s'), med(P, 'ksmd.merge_128MiB.prctl_s')
+mad_b = med(B, 'ksmd.merge_128MiB.madvise_s')
+w('| measure | base | patched | ratio |')
+w('| --- | --- | --- | --- |')
+w('| madvise, s | %s | %s | patched/base %s |' % (cell(B, 'ksmd.merge_128MiB.madvise_s', '%.3f'),
+  cell(P, 'ksmd.merge_128MiB.madvise_s', '%.3f'), rcell(ratio(mad_p, mad_b))))
+w('| prctl, s | n/a on base | %s | **prctl/madvise %s** |' % (
+  cell(P, 'ksmd.merge_128MiB.prctl_s', '%.3f'), rcell(ratio(prc_p, mad_p))))
+w('')
+
+# 4. hot paths
+ops = [('mmap_munmap', 'mmap + munmap, 16 pages'), ('brk', 'brk grow + shrink, 64 pages'),
+       ('fork_exit', 'fork + _exit + waitpid'), ('mremap', 'mremap grow (may move) + shrink'),
+       ('page_fault', 'anonymous page fault (per page, 4 MiB)')]
+w('## 4. Hot paths')
+w('')
+w('ns per operation (`ksmbench hot off|on`). Feature off: runs on both kernels. Feature on: '
+  'the process called PR_SET_MEMORY_MERGE first (ksmd stopped: this is the cost of marking '
+  'VMAs and registering with ksmd, not of scanning); compared with the base kernel (off).')
+w('')
+w('| operation | base (off) | patched, off | ratio off | patched, on | ratio on/base |')
+w('| --- | --- | --- | --- | --- | --- |')
+hot = []
+for op, label in ops:
+    b, po, pn = med(B, 'hot.off.%s_ns' % op), med(P, 'hot.off.%s_ns' % op), med(P, 'hot.on.%s_ns' % op)
+    hot.append((op, ratio(po, b), ratio(pn, b)))
+    w('| %s | %s | %s | **%s** | %s | **%s** |' % (label, cell(B, 'hot.off.%s_ns' % op),
+      cell(P, 'hot.off.%s_ns' % op), rcell(ratio(po, b)), cell(P, 'hot.on.%s_ns' % op),
+      rcell(ratio(pn, b))))
+w('| VMAs after 10,000 adjacent anonymous mmaps | %s | %s | | %s | goal: equal to base |' % (
+  cell(B, 'hot.off.vmas_after_10000_mmaps', '%.0f'), cell(P, 'hot.off.vmas_after_10000_mmaps', '%.0f'),
+  cell(P, 'hot.on.vmas_after_10000_mmaps', '%.0f')))
+w('')
+
+# 5. control path
+w('## 5. Control path')
+w('')
+up, um = med(P, 'ctl.unmerge_256MiB.prctl_ms'), med(P, 'ctl.unmerge_256MiB.madvise_ms')
+w('| measure | base | patched | ratio |')
+w('| --- | --- | --- | --- |')
+w('| prctl(PR_SET_MEMORY_MERGE, 1) on a process with %s VMAs, µs | n/a on base | %s | |' % (
+  '%.0f' % med(P, 'ctl.vmas'), cell(P, 'ctl.enable_10000_vmas_us')))
+w('| disable: prctl(PR_SET_MEMORY_MERGE, 0), 256 MiB merged (%s pages freed by KSM), ms | n/a on base | %s | **prctl/madvise %s** |' % (
+  '%.0f' % med(P, 'ctl.prctl.saved_pages'), cell(P, 'ctl.unmerge_256MiB.prctl_ms', '%.2f'), rcell(ratio(up, um))))
+w('| madvise(MADV_UNMERGEABLE) of the same 256 MiB, ms | %s | %s | patched/base %s |' % (
+  cell(B, 'ctl.unmerge_256MiB.madvise_ms', '%.2f'), cell(P, 'ctl.unmerge_256MiB.madvise_ms', '%.2f'),
+  rcell(ratio(um, med(B, 'ctl.unmerge_256MiB.madvise_ms')))))
+w('')
+
+# pipeline
+w('## Where the time goes (host wall clock, this run)')
+w('')
+w('| step | seconds |')
+w('| --- | --- |')
+for name, secs in timing:
+    w('| %s | %d |' % (name, secs))
+w('')
+w('Virtual seconds per section (one guest, all repetitions): ' + ', '.join(
+    '%s %s' % (k[8:-2], '/'.join('%.0f' % float(x) for x in v)) for k, v in sorted(P.items())
+    if k.startswith('section.')) + ' (patched); ' + ', '.join(
+    '%s %s' % (k[8:-2], '/'.join('%.0f' % float(x) for x in v)) for k, v in sorted(B.items())
+    if k.startswith('section.')) + ' (base).')
+w('')
+
+# key figures
+offs = [r for _, r, _ in hot if r]
+ons = [r for _, _, r in hot if r]
+w('## Key figures')
+w('')
+w('- memory saved by KSM (python, %s workers): **%.1f%%** of PSS (%.0f → %.0f MiB), %.1f%% of MemTotal − MemAvailable' % (
+  par['workers'], pss_saved * 100, med(P, 'py.nksm.pss_mib'), med(P, 'py.ksm.pss_after_mib'), used_saved * 100))
+w('- capacity in %s MiB: %.0f → %.0f workers, **%+.0f%%**' % (par['cap_budget_mib'],
+  med(P, 'cap.nksm.workers'), med(P, 'cap.ksm.workers'), cap_gain * 100))
+w('- dedup efficiency: python %.4f, synthetic %.4f (limit 1.0)' % (
+  med(P, 'dedup.py.efficiency'), med(P, 'dedup.synth.efficiency')))
+w('- hot paths, feature off, patched/base: %.4f .. %.4f (goal ≤ 1.01); feature on: %.4f .. %.4f' % (
+  min(offs), max(offs), min(ons), max(ons)))
+w('- ksmd merge time prctl/madvise: %.4f (goal 1)' % ratio(prc_p, mad_p))
+w('- control path: enable on %.0f VMAs %.0f µs; unmerge 256 MiB prctl %.1f ms vs madvise %.1f ms (ratio %.3f)' % (
+  med(P, 'ctl.vmas'), med(P, 'ctl.enable_10000_vmas_us'), up, um, up / um))
+w('')
+w('![results](results.png)')
+with open('bench/results.md', 'w') as f:
+    f.write('\n'.join(L) + '\n')
+
+# README: the command, the settings and the key figures, between the bench: markers
+def block(first):
+    """Lines from the one starting with first up to the next blank line."""
+    i = next(n for n, line in enumerate(L) if line.startswith(first))
+    return L[i:L.index('', i)]
+
+
+summary = (L[2:4] + [''] + block('| setting |') + ['', 'Key figures:', ''] + block('- memory saved')
+           + ['', 'Host wall clock of this run:', ''] + block('| step |'))
+with open('README.md') as f:
+    readme = f.read()
+a, b = readme.find('<!-- bench:begin -->'), readme.find('<!-- bench:end -->')
+if a >= 0 and b > a:
+    readme = readme[:a] + '<!-- bench:begin -->\n' + '\n'.join(summary) + '\n' + readme[b:]
+    with open('README.md', 'w') as f:
+        f.write(readme)
+
+# plot
+fig, ax = plt.subplots(2, 2, figsize=(12, 8))
+a = ax[0][0]
+x = range(len(hot))
+for off, label, key in ((-0.2, 'feature off', 'off'), (0.2, 'feature on', 'on')):
+    vals = [((r if key == 'off' else rn) - 1) * 100 for _, r, rn in hot]
+    err = [(spread(P, 'hot.%s.%s_ns' % (key, op)) ** 2 + spread(B, 'hot.off.%s_ns' % op) ** 2) ** 0.5
+           for op, _, _ in hot]
+    a.bar([i + off for i in x], vals, 0.4, yerr=err, capsize=3, label=label)
+a.axhline(0, color='k', lw=0.8)
+a.axhspan(-1, 1, color='g', alpha=0.12, label='goal: within 1%')
+a.set_xticks(list(x))
+a.set_xticklabels([o for o, _, _ in hot], rotation=20)
+a.set_ylabel('patched vs base, %')
+a.set_title('4. hot paths: patched/base - 1 (icount time)')
+a.legend(fontsize=8)
+a = ax[0][1]
+labels = ['base\nno KSM', 'patched\nno KSM', 'patched\nKSM merged']
+pss = [med(B, 'py.nksm.pss_mib'), med(P, 'py.nksm.pss_mib'), med(P, 'py.ksm.pss_after_mib')]
+used = [med(B, 'py.nksm.used_mib'), med(P, 'py.nksm.used_mib'), med(P, 'py.ksm.used_after_mib')]
+a.bar([i - 0.2 for i in range(3)], pss, 0.4, label='sum of PSS')
+a.bar([i + 0.2 for i in range(3)], used, 0.4, label='MemTotal − MemAvailable')
+a.set_xticks(range(3))
+a.set_xticklabels(labels)
+a.set_ylabel('MiB')
+a.set_title('1. python: parent + %s workers (memory saved %.0f%%)' % (par['workers'], pss_saved * 100))
+a.legend(fontsize=8)
+a = ax[1][0]
+caps = [med(B, 'cap.nksm.workers'), med(P, 'cap.nksm.workers'), med(P, 'cap.ksm.workers')]
+a.bar(range(3), caps, color=['gray', 'gray', 'tab:green'])
+for i, c in enumerate(caps):
+    a.text(i, c, '%.0f' % c, ha='center', va='bottom')
+a.set_xticks(range(3))
+a.set_xticklabels(labels)
+a.set_title('1. capacity: workers in %s MiB (%+.0f%%)' % (par['cap_budget_mib'], cap_gain * 100))
+a = ax[1][1]
+names = ['ksmd merge\n128 MiB (s)', 'unmerge\n256 MiB (s)']
+a.bar([-0.2, 0.8], [mad_p, um / 1000], 0.4, label='madvise')
+a.bar([0.2, 1.2], [prc_p, up / 1000], 0.4, label='prctl')
+a.set_xticks([0, 1])
+a.set_xticklabels(names)
+a.set_ylabel('s (virtual)')
+a.set_title('3+5. prctl vs madvise (patched)')
+a.legend(fontsize=8)
+fig.suptitle('per-process KSM on 6.1: `make bench`, %s runs each, QEMU TCG -icount %s' % (reps, icount))
+fig.tight_layout()
+fig.savefig('bench/results.png', dpi=80)
+print('report.py: wrote bench/results.md and bench/results.png')

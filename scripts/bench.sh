@@ -1,0 +1,49 @@
+#!/bin/sh
+# bench.sh (make bench): build the base kernel (no series) and the patched kernel from the
+# same config fragments, run bench/guest.py on both under QEMU -icount (virtual time),
+# then write bench/results.md and bench/results.png with bench/report.py.
+# BENCH_REPS (3) repetitions of each benchmark; BENCH_ICOUNT (shift=0,sleep=off).
+set -eu
+reps=${BENCH_REPS:-3}
+icount=${BENCH_ICOUNT:-shift=0,sleep=off}
+frags="config/base.config config/ksm.config"
+out=build/bench; mkdir -p $out; : > $out/timing
+start=$(date +%s); t=$start
+lap() { now=$(date +%s); echo "$1 $((now - t))" >> $out/timing; t=$now; }
+
+sh scripts/bench-src.sh; lap "trees: base + patches/, pristine base"
+sh scripts/build-kernel.sh $out/src $out/out/run $frags; lap "build the patched kernel"
+sh scripts/build-kernel.sh $out/base-src $out/out/base-run $frags; lap "build the base kernel"
+gcc -Wall -O2 -o $out/ksmbench bench/ksmbench.c
+gcc -Wall -O2 -I$out/src -I$out/src/tools/testing/selftests -o $out/ksm_tests \
+	$out/src/tools/testing/selftests/vm/ksm_tests.c -lrt -lpthread -lnuma
+lap "build ksmbench and ksm_tests"
+
+# One QEMU per guest: under -icount QEMU runs a guest on one host thread, so the base
+# guest and two patched guests (capacity apart: the longest) share the 2 cores.
+boot() {
+	name=$1 kernel=$out/out/$2/arch/x86/boot/bzImage; shift 2
+	VM_MEM=2G VM_TIMEOUT=${BENCH_TIMEOUT:-2400} VM_QUIET=1 VM_LOG=$out/$name.console \
+	VM_QEMU_OPTS="-icount $icount -smp 1" KERNEL=$kernel \
+		sh scripts/vm.sh "python3 bench/guest.py $reps $*" > $out/$name.vm 2>&1
+	echo "guest $name $(sed -n 's/^vm.sh: guest ran \([0-9]*\)s.*/\1/p' $out/$name.vm)" >> $out/timing
+}
+echo "bench.sh: running the benchmarks in 3 guests ($reps repetitions each; logs in $out/)"
+boot base base-run & b=$!
+boot patched run hot python dedup ksmd ctl & p=$!
+boot patched-cap run capacity & c=$!
+fail=
+wait $b || fail="$fail base"
+wait $p || fail="$fail patched"
+wait $c || fail="$fail patched-cap"
+lap "benchmarks (guests in parallel)"
+if [ -n "$fail" ]; then
+	for g in $fail; do
+		echo "bench.sh: the $g guest failed: see $out/$g.vm and $out/$g.console" >&2
+		tail -n 5 $out/$g.vm >&2
+	done
+	exit 1
+fi
+echo "total $(( $(date +%s) - start ))" >> $out/timing
+/usr/bin/python3 bench/report.py $out "$icount" "$reps"
+echo "bench.sh: wrote bench/results.md and bench/results.png in $(( $(date +%s) - start ))s"
