@@ -57,7 +57,7 @@ stress-progs: $(stress_progs)
 build/out/test/usr/include/linux/prctl.h: $(SRC)/include/uapi/linux/prctl.h
 	$(MAKE) -s -C $(SRC) O=$(CURDIR)/build/out/test headers_install
 
-build/stress/%: stress/%.c build/out/test/usr/include/linux/prctl.h
+build/stress/%: stress/%.c stress/ksm_state.h build/out/test/usr/include/linux/prctl.h
 	@mkdir -p build/stress
 	gcc -O2 -g -Wall -Wextra -Werror -pthread -isystem build/out/test/usr/include \
 		-I$(SRC)/tools/testing/selftests -o $@ $<
