@@ -21,6 +21,7 @@ PRIVATE_MIB = 24       # unique data per worker (per-request state)
 KSMD = {'pages_to_scan': 4000, 'sleep_millisecs': 20}
 CAP_BUDGET_MIB = 384   # memory.max of the capacity cgroup
 CAP_MAX = 24           # capacity is reported as ">= CAP_MAX" beyond this (bounded time)
+SPARSE_GIB = (1, 64, 1024)  # reservations with 64 merged pages: unmerge cost vs size
 
 
 def out(name, value):
@@ -237,6 +238,10 @@ def bench_ctl(reps):
             run([BIN + '/ksmbench', 'enable', '10000'])
             run([BIN + '/ksmbench', 'unmerge', 'prctl', '256'])
         run([BIN + '/ksmbench', 'unmerge', 'madvise', '256'])
+        # base: MADV_UNMERGEABLE of 1 TiB visits every address, about a minute per run
+        for gib in SPARSE_GIB:
+            for how in ('madvise', 'prctl') if PATCHED else ('madvise',):
+                run([BIN + '/ksmbench', 'sparse', how, str(gib)])
 
 
 def bench_capacity(reps):

@@ -7,6 +7,8 @@
  *                                VMA count after 10,000 adjacent anonymous mmaps.
  *   ksmbench enable NVMAS        time of prctl enable on a process with NVMAS VMAs
  *   ksmbench unmerge prctl|madvise MIB   merge MIB of pages, then time the unmerge
+ *   ksmbench sparse prctl|madvise GIB    a GIB GiB reservation, 64 pages touched and merged:
+ *                                time the unmerge of the whole reservation
  *   ksmbench synth               dedup efficiency on pages with a known duplicate count
  *   ksmbench exec CMD ARGS...    PR_SET_MEMORY_MERGE, then execvp CMD (the launcher)
  *   ksmbench dupscan PID...      "DUPSCAN pages contents": distinct anonymous physical pages
@@ -24,6 +26,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <limits.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -114,11 +117,12 @@ static int cmp_long(const void *a, const void *b)
 }
 
 /*
- * Physical pages saved inside [p, p + npg pages): pages mapped to a KSM page (kpageflags
- * bit 21) minus the distinct KSM pages they map. Exact for the range, whatever else the
- * process (stack, libc data: all mergeable after prctl) merged.
+ * Physical pages saved among the npg pages at p, p + stride pages, p + 2 * stride pages...
+ * (stride 1: the range [p, p + npg pages)): pages mapped to a KSM page (kpageflags bit 21)
+ * minus the distinct KSM pages they map. Exact for these pages, whatever else the process
+ * (stack, libc data: all mergeable after prctl) merged.
  */
-static long saved_in_range(char *p, long npg, long *mapped)
+static long saved_in_range(char *p, long npg, long stride, long *mapped)
 {
 	FILE *pm = fopen("/proc/self/pagemap", "r"), *kf = fopen("/proc/kpageflags", "r");
 	long *pfns = calloc(npg, sizeof(long)), n = 0, uniq = 0;
@@ -129,7 +133,8 @@ static long saved_in_range(char *p, long npg, long *mapped)
 	for (long i = 0; i < npg; i++) {
 		unsigned long long pfn;
 
-		if (fseek(pm, ((unsigned long)p / pgsz + i) * 8, SEEK_SET) || fread(&e, 8, 1, pm) != 1)
+		if (fseek(pm, ((unsigned long)p / pgsz + i * stride) * 8, SEEK_SET) ||
+		    fread(&e, 8, 1, pm) != 1)
 			die("pagemap");
 		pfn = e & ((1ULL << 55) - 1);
 		if (!(e >> 63) || !pfn)
@@ -150,17 +155,27 @@ static long saved_in_range(char *p, long npg, long *mapped)
 	return n - uniq;
 }
 
-static int count_vmas(void)
+/* VMAs of this process that intersect [lo, hi) */
+static int vmas_in(unsigned long lo, unsigned long hi)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
-	int c, n = 0;
+	unsigned long start, end;
+	char *line = NULL;
+	size_t cap = 0;
+	int n = 0;
 
 	if (!f)
 		die("/proc/self/maps");
-	while ((c = getc(f)) != EOF)
-		n += c == '\n';
+	while (getline(&line, &cap, f) > 0)
+		n += sscanf(line, "%lx-%lx", &start, &end) == 2 && start < hi && end > lo;
+	free(line);
 	fclose(f);
 	return n;
+}
+
+static int count_vmas(void)
+{
+	return vmas_in(0, ULONG_MAX);
 }
 
 /* Each benchmark returns the mean time of one operation in ns. */
@@ -330,7 +345,7 @@ static int unmerge(const char *how, long mib)
 	else if (madvise(p, npg * pgsz, MADV_MERGEABLE))
 		die("madvise(MADV_MERGEABLE)");
 	ksm_converge(40);
-	printf("BENCH ctl.%s.saved_pages %ld\n", how, saved_in_range(p, npg, &mapped));
+	printf("BENCH ctl.%s.saved_pages %ld\n", how, saved_in_range(p, npg, 1, &mapped));
 	if (mapped < npg * 99 / 100) {
 		fprintf(stderr, "ksmbench: only %ld of %ld pages merged\n", mapped, npg);
 		return 1;
@@ -340,13 +355,86 @@ static int unmerge(const char *how, long mib)
 			madvise(p, npg * pgsz, MADV_UNMERGEABLE))
 		die("unmerge");
 	t = now_ns() - t;
-	saved_in_range(p, npg, &mapped);
+	saved_in_range(p, npg, 1, &mapped);
 	if (mapped) {
 		fprintf(stderr, "ksmbench: pages still merged after the %s unmerge\n", how);
 		return 1;
 	}
 	printf("BENCH ctl.unmerge_%ldMiB.%s_ms %.2f\n", mib, how, t / 1e6);
 	munmap(p, npg * pgsz);
+	return 0;
+}
+
+/*
+ * Unmerge of a sparse reservation: gib GiB mapped MAP_NORESERVE, 64 pages touched, evenly
+ * spread, all with the same content and merged into one KSM page; then time
+ * MADV_UNMERGEABLE of the whole reservation, or PR_SET_MEMORY_MERGE 0, which must cost
+ * what is present, not the size.
+ *
+ * Timed state: one mergeable VMA of gib GiB holding the 64 KSM pages (checked), the whole
+ * process marked for prctl. To get there, each touched page is made mergeable on its own
+ * while ksmd merges them (a VMA apiece), then MADV_MERGEABLE of the whole reservation
+ * merges the VMAs back into one: ksmd never scans the holes, which a ksmd that visits
+ * every address (the base kernel's) would take about as long as the old unmerge to do,
+ * twice per run. prctl enable comes last, ksmd stopped.
+ */
+static int sparse(const char *how, long gib)
+{
+	const long n = 64;
+	size_t len = (size_t)gib << 30;
+	long stride = len / n / pgsz, mapped, saved;
+	int use_prctl = !strcmp(how, "prctl");
+	char *p;
+	double t;
+
+	if (gib < 1 || (!use_prctl && strcmp(how, "madvise")))
+		return fprintf(stderr, "ksmbench: sparse prctl|madvise GIB (GIB >= 1)\n"), 2;
+	if (use_prctl && prctl(PR_GET_MEMORY_MERGE, 0, 0, 0, 0) < 0)
+		die("prctl(PR_GET_MEMORY_MERGE) (kernel without the series?)");
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		die("mmap");
+	madvise(p, len, MADV_NOHUGEPAGE);
+	for (long i = 0; i < n; i++)
+		memset(p + i * stride * pgsz, 'k', pgsz);
+	ksm_write("run", 2);		/* nothing else merged */
+	for (long i = 0; i < n; i++)
+		if (madvise(p + i * stride * pgsz, pgsz, MADV_MERGEABLE))
+			die("madvise(MADV_MERGEABLE) of a page");
+	ksm_converge(40);
+	saved = saved_in_range(p, n, stride, &mapped);
+	if (mapped != n || saved != n - 1) {
+		fprintf(stderr, "ksmbench: %ld of the %ld pages merged, %ld saved (want %ld)\n",
+			mapped, n, saved, n - 1);
+		return 1;
+	}
+	if (madvise(p, len, MADV_MERGEABLE))
+		die("madvise(MADV_MERGEABLE)");
+	if (vmas_in((unsigned long)p, (unsigned long)p + len) != 1) {
+		fprintf(stderr, "ksmbench: the reservation is %d VMAs, not one\n",
+			vmas_in((unsigned long)p, (unsigned long)p + len));
+		return 1;
+	}
+	if (use_prctl)
+		merge_on();
+	t = now_ns();
+	if (use_prctl ? prctl(PR_SET_MEMORY_MERGE, 0, 0, 0, 0) : madvise(p, len, MADV_UNMERGEABLE))
+		die("unmerge");
+	t = now_ns() - t;
+	saved_in_range(p, n, stride, &mapped);
+	if (mapped) {
+		fprintf(stderr, "ksmbench: %ld of the %ld pages still merged after the %s unmerge\n",
+			mapped, n, how);
+		return 1;
+	}
+	for (long i = 0; i < n; i++)
+		if (p[i * stride * pgsz] != 'k' || p[(i * stride + 1) * pgsz - 1] != 'k') {
+			fprintf(stderr, "ksmbench: page %ld lost its content in the unmerge\n", i);
+			return 1;
+		}
+	printf("BENCH ctl.unmerge_sparse_%ldGiB.%s_ms %.3f\n", gib, how, t / 1e6);
+	munmap(p, len);
 	return 0;
 }
 
@@ -380,7 +468,7 @@ static int synth(void)
 	ksm_write("run", 2);
 	merge_on();
 	sharing = ksm_converge(40);
-	saved = saved_in_range(p, npg, NULL);
+	saved = saved_in_range(p, npg, 1, NULL);
 	printf("BENCH dedup.synth.pages %ld\n", npg);
 	printf("BENCH dedup.synth.duplicates %ld\n", dups);
 	printf("BENCH dedup.synth.saved_pages %ld\n", saved);
@@ -517,6 +605,8 @@ int main(int argc, char **argv)
 		return enable(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "unmerge"))
 		return unmerge(argv[2], atol(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "sparse"))
+		return sparse(argv[2], atol(argv[3]));
 	if (argc == 2 && !strcmp(argv[1], "synth"))
 		return synth();
 	if (argc >= 3 && !strcmp(argv[1], "dupscan"))
@@ -526,6 +616,6 @@ int main(int argc, char **argv)
 		execvp(argv[2], argv + 2);
 		die(argv[2]);
 	}
-	fprintf(stderr, "usage: ksmbench hot off|on [ITER] | enable NVMAS | unmerge prctl|madvise MIB | synth | exec CMD... | dupscan PID...\n");
+	fprintf(stderr, "usage: ksmbench hot off|on [ITER] | enable NVMAS | unmerge prctl|madvise MIB | sparse prctl|madvise GIB | synth | exec CMD... | dupscan PID...\n");
 	return 2;
 }

@@ -55,6 +55,28 @@ def rcell(x, fmt='%.4f'):
     return fmt % x if x is not None else '–'
 
 
+def goal(x, limit):
+    """Whether a measured x meets the goal x <= limit."""
+    if x is None:
+        return 'n/a'
+    return 'met' if x <= limit else '**NOT met**'
+
+
+def ms_fmt(d, name):
+    """Enough decimals for a time in ms, from µs to minutes."""
+    m = med(d, name)
+    return '%.1f' if m is not None and m >= 100 else '%.3f'
+
+
+def rsmall(x):
+    """A ratio that may be orders of magnitude below 1."""
+    return rcell(x, '%.4f' if x is None or x >= 0.01 else '%.1e')
+
+
+def size(gib):
+    return '%d TiB' % (gib >> 10) if gib >= 1024 and not gib % 1024 else '%d GiB' % gib
+
+
 out_dir, icount, reps = sys.argv[1], sys.argv[2], sys.argv[3]
 BASE = load(os.path.join(out_dir, 'base.console'))
 PATCHED = load(os.path.join(out_dir, 'patched.console'))
@@ -212,9 +234,37 @@ w('| prctl(PR_SET_MEMORY_MERGE, 1) on a process with %s VMAs, µs | n/a on base 
   '%.0f' % med(P, 'ctl.vmas'), cell(P, 'ctl.enable_10000_vmas_us')))
 w('| disable: prctl(PR_SET_MEMORY_MERGE, 0), 256 MiB merged (%s pages freed by KSM), ms | n/a on base | %s | **prctl/madvise %s** |' % (
   '%.0f' % med(P, 'ctl.prctl.saved_pages'), cell(P, 'ctl.unmerge_256MiB.prctl_ms', '%.2f'), rcell(ratio(up, um))))
-w('| madvise(MADV_UNMERGEABLE) of the same 256 MiB, ms | %s | %s | patched/base %s |' % (
+dense = ratio(um, med(B, 'ctl.unmerge_256MiB.madvise_ms'))
+w('| madvise(MADV_UNMERGEABLE) of the same 256 MiB, ms | %s | %s | patched/base **%s** (goal ≤ 1.02: %s) |' % (
   cell(B, 'ctl.unmerge_256MiB.madvise_ms', '%.2f'), cell(P, 'ctl.unmerge_256MiB.madvise_ms', '%.2f'),
-  rcell(ratio(um, med(B, 'ctl.unmerge_256MiB.madvise_ms')))))
+  rcell(dense), goal(dense, 1.02)))
+w('')
+SPARSE = (1, 64, 1024)
+w('Sparse reservations (`ksmbench sparse madvise|prctl GIB`): GIB GiB mapped `MAP_NORESERVE`, '
+  '64 pages touched (evenly spread, the same content) and merged into one KSM page, the rest '
+  'never touched; timed: `MADV_UNMERGEABLE` of the whole reservation (one mergeable VMA), or '
+  '`prctl(PR_SET_MEMORY_MERGE, 0)` of the process holding it; all 64 pages checked unmerged '
+  'afterwards. Goal: the cost follows the pages present, not the size of the reservation: '
+  '1 TiB ≤ 10 ms, 1 TiB / 64 GiB ≤ 1.5 (patched).')
+w('')
+w('| measure | base | patched | ratio |')
+w('| --- | --- | --- | --- |')
+sp = {}
+for gib in SPARSE:
+    mk, pk = 'ctl.unmerge_sparse_%dGiB.madvise_ms' % gib, 'ctl.unmerge_sparse_%dGiB.prctl_ms' % gib
+    sp[gib] = (med(B, mk), med(P, mk), med(P, pk))
+    w('| madvise(MADV_UNMERGEABLE), %s reservation, ms | %s | %s | patched/base %s |' % (
+      size(gib), cell(B, mk, ms_fmt(B, mk)), cell(P, mk, ms_fmt(P, mk)), rsmall(ratio(sp[gib][1], sp[gib][0]))))
+    w('| prctl(PR_SET_MEMORY_MERGE, 0), %s reservation, ms | n/a on base | %s | prctl/madvise %s |' % (
+      size(gib), cell(P, pk, ms_fmt(P, pk)), rcell(ratio(sp[gib][2], sp[gib][1]))))
+big, mid = sp[SPARSE[-1]], sp[SPARSE[-2]]
+growth = [ratio(big[i], mid[i]) for i in range(3)]   # madvise base, madvise patched, prctl patched
+w('| %s / %s, madvise | %s | **%s** | goal ≤ 1.5 (patched): %s |' % (
+  size(SPARSE[-1]), size(SPARSE[-2]), rcell(growth[0], '%.2f'), rcell(growth[1], '%.2f'), goal(growth[1], 1.5)))
+w('| %s / %s, prctl | n/a on base | **%s** | goal ≤ 1.5 (patched): %s |' % (
+  size(SPARSE[-1]), size(SPARSE[-2]), rcell(growth[2], '%.2f'), goal(growth[2], 1.5)))
+w('| %s, madvise and prctl, ms | | **%s**, **%s** | goal ≤ 10 ms (patched): %s, %s |' % (
+  size(SPARSE[-1]), rcell(big[1], '%.3f'), rcell(big[2], '%.3f'), goal(big[1], 10), goal(big[2], 10)))
 w('')
 
 # pipeline
@@ -248,6 +298,11 @@ w('- hot paths, feature off, patched/base: %.4f .. %.4f (goal ≤ 1.01); feature
 w('- ksmd merge time prctl/madvise: %.4f (goal 1)' % ratio(prc_p, mad_p))
 w('- control path: enable on %.0f VMAs %.0f µs; unmerge 256 MiB prctl %.1f ms vs madvise %.1f ms (ratio %.3f)' % (
   med(P, 'ctl.vmas'), med(P, 'ctl.enable_10000_vmas_us'), up, um, up / um))
+w('- unmerge of a %s reservation with 64 merged pages: madvise %s ms on base, %s ms patched, prctl %s ms '
+  '(goal ≤ 10 ms); %s / %s patched: madvise %s, prctl %s (goal ≤ 1.5); dense 256 MiB patched/base %s '
+  '(goal ≤ 1.02)' % (size(SPARSE[-1]), rcell(big[0], '%.1f'), rcell(big[1], '%.3f'), rcell(big[2], '%.3f'),
+                     size(SPARSE[-1]), size(SPARSE[-2]), rcell(growth[1], '%.2f'), rcell(growth[2], '%.2f'),
+                     rcell(dense)))
 w('')
 w('![results](results.png)')
 with open('bench/results.md', 'w') as f:
