@@ -46,7 +46,7 @@ struct ksm_state {
 	int get;		/* PR_GET_MEMORY_MERGE, -1 when not read (other pid) */
 	char type[64];		/* ksm_merge_type */
 	bool any;		/* ksm_merge_any */
-	bool mergeable;		/* ksm_mergeable: registered with ksmd */
+	bool mergeable;		/* ksm_mergeable: some VMA is mergeable */
 	int vmas;
 	int compat;		/* VMAs KSM can handle */
 	int compat_mg;		/* ... that are mergeable */

@@ -10,6 +10,12 @@
  * across processes, and is verified before it is unmapped, after every
  * operation that moves or copies it, and at exit: a mismatch is lost data.
  *
+ * Some regions are what a process with the flag set has mergeable without
+ * ever asking: sparse reservations (64 GiB, now and then 1 TiB, of
+ * MAP_NORESERVE with a few pages written far apart; the others must read as
+ * zero), and ranges that userfaultfd write-protects (uffd-wp), which are
+ * unmerged while protected and must stay protected (pagemap PM_UFFD_WP).
+ *
  * Each thread owns its regions, so the expected content of a page is always
  * known.  Thread 0 of a worker is the only one that calls PR_SET_MEMORY_MERGE,
  * so it can check PR_GET_MEMORY_MERGE, smaps and ksm_stat against the value
@@ -33,11 +39,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/kernel-page-flags.h>
+#include <linux/userfaultfd.h>
 
 #include "kselftest.h"
 
@@ -57,16 +67,31 @@
 #define DUP_KEYS	32	/* distinct page contents per parity and generation */
 #define HANG_SECS	120	/* no progress for this long = a hang */
 #define MAX_REPORTS	20	/* detailed messages per kind of failure */
+#define MAX_DATA_PAGES	(3 * MAX_PAGES)	/* largest region mremap can make */
+#define SPARSE_SIZE	(64ULL << 30)	/* a sparse reservation ... */
+#define SPARSE_HUGE	(1ULL << 40)	/* ... or, now and then, this */
+#define SPARSE_TOUCH	6	/* pages written in a sparse reservation, at most */
+#define MAX_SPARSE	2	/* sparse reservations per thread */
+
+/* /proc/self/pagemap */
+#define PM_PFN		((1ULL << 55) - 1)
+#define PM_UFFD_WP	(1ULL << 57)
+#define PM_SWAP		(1ULL << 62)
+#define PM_PRESENT	(1ULL << 63)
+
+/* region.snap[]: a data page before an unmerge */
+#define SNAP_WP		1	/* had the uffd-wp bit */
+#define SNAP_KSM	2	/* was a KSM page */
 
 enum op {
 	OP_MAP, OP_UNMAP, OP_TRIM, OP_MREMAP, OP_MPROTECT, OP_MADVISE,
-	OP_REWRITE, OP_VERIFY, OP_PRCTL, OP_SMAPS, OP_FORK, OP_EXEC, OP_DONE,
+	OP_REWRITE, OP_VERIFY, OP_UFFD, OP_PRCTL, OP_SMAPS, OP_FORK, OP_EXEC, OP_DONE,
 	NR_OPS
 };
 
 static const char *const op_name[NR_OPS] = {
 	"mmap", "munmap", "partial munmap", "mremap", "mprotect", "madvise",
-	"rewrite", "verify", "prctl", "smaps/ksm_stat", "fork", "exec", "done",
+	"rewrite", "verify", "uffd-wp", "prctl", "smaps/ksm_stat", "fork", "exec", "done",
 };
 
 /* Shared by the root and every descendant (MAP_SHARED, never mergeable). */
@@ -74,6 +99,11 @@ struct shared {
 	unsigned long ops, pages_verified, mismatches, errors, processes;
 	unsigned long flag_bad, children_bad, forks, execs, mremap_efault;
 	unsigned long reports;
+	unsigned long sparse_made, sparse_huge, sparse_unmerged, zero_checked, zero_bad;
+	unsigned long prot_none_unmerged;
+	unsigned long uffd_ranges, uffd_unmerged, uffd_unmerged_prctl, uffd_ksm_pages;
+	unsigned long uffd_lost_unmerge, uffd_lost_other, uffd_lost_ksm;
+	unsigned long unmerges_checked, unmerge_left;
 	int stop;
 	struct {
 		unsigned long beat;	/* CLOCK_MONOTONIC seconds of last progress */
@@ -89,6 +119,13 @@ struct region {
 	unsigned int gen;
 	uint64_t seed;		/* unique-content regions: per-region seed */
 	bool used, shared, unique;
+	bool sparse;		/* MAP_NORESERVE reservation: only touched[] hold data */
+	int ntouched;
+	size_t touched[SPARSE_TOUCH];	/* ascending page indexes */
+	int uffd;		/* userfaultfd registered (WP mode) over it, or -1 */
+	bool wp;		/* write-protected with UFFDIO_WRITEPROTECT */
+	bool snapped;		/* snap[] is the state right before an unmerge */
+	uint8_t snap[MAX_DATA_PAGES];	/* SNAP_* of each data page */
 };
 
 struct tctx {
@@ -104,6 +141,10 @@ static unsigned long max_iter = 1000000, duration = 60;
 static time_t deadline;
 static int nprocs = 4, nthreads = 4;
 static int proc_flag;		/* worker: the value thread 0 last set */
+static bool uffd_ok;		/* userfaultfd can write-protect anonymous memory */
+static int pagemap_fd = -1;	/* worker: its own /proc/self/pagemap */
+static int kpageflags_fd = -1;
+static unsigned long merge_seq;	/* worker: odd while thread 0 enables the flag */
 
 #define add(field, n)	__atomic_fetch_add(&sh->field, (n), __ATOMIC_RELAXED)
 
@@ -132,7 +173,7 @@ static uint64_t rnd(struct tctx *t)
 /* Report a failure; async-signal-safe enough for a forked child (no stdio). */
 static void report(const char *fmt, ...)
 {
-	char buf[256];
+	char buf[512];
 	va_list ap;
 	int n;
 
@@ -169,38 +210,280 @@ static uint64_t page_word(int proc, struct region *r, size_t i)
 	return mix(((uint64_t)(proc & 1) << 40) | key << 8 | (r->gen % 3)) | 1;
 }
 
+/* The pages of @r that hold data: all, or the touched ones of a sparse reservation. */
+static size_t nr_data(struct region *r)
+{
+	return r->sparse ? (size_t)r->ntouched : r->npages;
+}
+
+/* The page index of data page @n of @r. */
+static size_t data_index(struct region *r, size_t n)
+{
+	return r->sparse ? r->touched[n] : n;
+}
+
+/* Write the pattern to the data pages of @r from page @from up to @to. */
 static void fill_pages(int proc, struct region *r, size_t from, size_t to)
 {
-	for (size_t i = from; i < to; i++) {
+	for (size_t n = r->sparse ? 0 : from; n < nr_data(r); n++) {
+		size_t i = data_index(r, n);
 		uint64_t *p = (uint64_t *)(r->addr + i * ps), w = page_word(proc, r, i);
 
+		if (i < from || i >= to)
+			continue;
 		for (size_t j = 0; j < ps / sizeof(*p); j++)
 			p[j] = w + j;
 	}
 }
 
-/* Compare every word of @r with its pattern; returns the number of bad pages. */
+/* The pagemap entry of the page at @addr. */
+static uint64_t pagemap_entry(struct tctx *t, const char *addr)
+{
+	uint64_t e;
+
+	if (pread(pagemap_fd, &e, sizeof(e), (uintptr_t)addr / ps * sizeof(e)) != sizeof(e)) {
+		syscall_failed(t, "read /proc/self/pagemap");
+		return 0;
+	}
+	return e;
+}
+
+/* Whether pagemap entry @e maps a KSM page (false if /proc/kpageflags cannot tell). */
+static bool entry_ksm(uint64_t e)
+{
+	uint64_t pfn = e & PM_PFN, flags;
+
+	if (!(e & PM_PRESENT) || !pfn ||
+	    pread(kpageflags_fd, &flags, sizeof(flags), pfn * sizeof(flags)) != sizeof(flags))
+		return false;
+	return flags >> KPF_KSM & 1;
+}
+
+/* Write-protect @r (@on) or lift its protection, with UFFDIO_WRITEPROTECT. */
+static bool uffd_protect(struct tctx *t, struct region *r, bool on)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = (uintptr_t)r->addr, .len = r->npages * ps },
+		.mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+	};
+	int ret = ioctl(r->uffd, UFFDIO_WRITEPROTECT, &wp);
+
+	/*
+	 * 6.1 takes a range of one VMA only (ENOENT), and a region may be
+	 * several (parts that differ in VM_MERGEABLE, say): page by page then.
+	 */
+	if (ret && errno == ENOENT) {
+		ret = 0;
+		for (size_t n = 0; n < nr_data(r) && !ret; n++) {
+			wp.range.start = (uintptr_t)(r->addr + data_index(r, n) * ps);
+			wp.range.len = ps;
+			ret = ioctl(r->uffd, UFFDIO_WRITEPROTECT, &wp);
+		}
+	}
+	if (ret) {
+		syscall_failed(t, on ? "UFFDIO_WRITEPROTECT(MODE_WP)" : "UFFDIO_WRITEPROTECT(0)");
+		/* Maybe partly protected: never to be written unprotected */
+		r->wp = true;
+		return false;
+	}
+	r->wp = on;
+	return true;
+}
+
+/* A userfaultfd registered in write-protect mode over @len bytes at @addr, or -1. */
+static int uffd_register(char *addr, size_t len)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)addr, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	int fd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK), e;
+
+	if (fd < 0)
+		return -1;
+	if (!ioctl(fd, UFFDIO_API, &api) && !ioctl(fd, UFFDIO_REGISTER, &reg)) {
+		if (reg.ioctls & 1ULL << _UFFDIO_WRITEPROTECT)
+			return fd;
+		errno = EOPNOTSUPP;
+	}
+	e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+/* Lift the protection of @r, unregister and close its userfaultfd. */
+static void uffd_release(struct tctx *t, struct region *r)
+{
+	struct uffdio_range range = { .start = (uintptr_t)r->addr, .len = r->npages * ps };
+
+	if (r->uffd < 0)
+		return;
+	if (r->wp)
+		uffd_protect(t, r, false);
+	/* Not left to close(): a forked child may hold the file open a while. */
+	if (ioctl(r->uffd, UFFDIO_UNREGISTER, &range))
+		syscall_failed(t, "UFFDIO_UNREGISTER");
+	close(r->uffd);
+	r->uffd = -1;
+	r->wp = false;
+}
+
+/* Before an unmerge: which data pages of a write-protected @r are uffd-wp and KSM. */
+static void snap_uffd_wp(struct tctx *t, struct region *r)
+{
+	unsigned long merged = 0;
+
+	if (!r->wp)
+		return;
+	for (size_t n = 0; n < nr_data(r); n++) {
+		uint64_t e = pagemap_entry(t, r->addr + data_index(r, n) * ps);
+
+		r->snap[n] = (e & PM_UFFD_WP ? SNAP_WP : 0) | (entry_ksm(e) ? SNAP_KSM : 0);
+		merged += r->snap[n] == (SNAP_WP | SNAP_KSM);
+	}
+	r->snapped = true;
+	add(uffd_ksm_pages, merged);
+}
+
+/*
+ * Every data page of a write-protected region must keep the uffd-wp bit in
+ * its PTE (a swap PTE keeps it too).  A page that was a write-protected KSM
+ * page right before an unmerge (snap_uffd_wp()) and is a private page
+ * without the bit now lost it in the unmerge; a page without it otherwise
+ * lost it elsewhere: when ksmd merged it, if it is a KSM page now.  The
+ * region is write-protected again, so that a lost bit is counted once.
+ */
+static void check_uffd_wp(struct tctx *t, struct region *r, const char *when)
+{
+	unsigned long lost = 0, in_unmerge = 0, ksm = 0;
+	size_t first = 0;
+	uint64_t first_e = 0;
+
+	for (size_t n = 0; n < nr_data(r); n++) {
+		uint64_t e = pagemap_entry(t, r->addr + data_index(r, n) * ps);
+		bool now_ksm;
+
+		if (!(e & (PM_PRESENT | PM_SWAP)) || (e & PM_UFFD_WP))
+			continue;
+		now_ksm = entry_ksm(e);
+		ksm += now_ksm;
+		in_unmerge += r->snapped && r->snap[n] == (SNAP_WP | SNAP_KSM) && !now_ksm;
+		if (!lost++) {
+			first = n;
+			first_e = e;
+		}
+	}
+	r->snapped = false;
+	if (!lost)
+		return;
+	add(uffd_lost_unmerge, in_unmerge);
+	add(uffd_lost_other, lost - in_unmerge);
+	add(uffd_lost_ksm, ksm);
+	report("# UFFD-WP LOST proc %d thread %d %s: %lu of %zu data pages of the write-protected%s region at %p (%zu pages) have no uffd-wp bit: %lu were write-protected KSM pages before the unmerge, %lu are KSM pages now; first: page %zu at %p, pagemap %#llx\n",
+	       t->proc, t->tid, when, lost, nr_data(r), r->sparse ? " sparse" : "", r->addr,
+	       r->npages, in_unmerge, ksm, data_index(r, first),
+	       r->addr + data_index(r, first) * ps, (unsigned long long)first_e);
+	uffd_protect(t, r, true);
+}
+
+/* A few never written pages of a sparse reservation: they must read as zero. */
+static unsigned long verify_untouched(struct tctx *t, struct region *r, const char *when)
+{
+	unsigned long bad = 0;
+
+	for (int k = 0; k < 2; k++) {
+		size_t i = rnd(t) % r->npages, j;
+		uint64_t *p = (uint64_t *)(r->addr + i * ps);
+		bool touched = false;
+
+		for (int n = 0; n < r->ntouched; n++)
+			touched |= r->touched[n] == i;
+		if (touched)
+			continue;
+		for (j = 0; j < ps / sizeof(*p) && !p[j]; j++)
+			;
+		add(zero_checked, 1);
+		add(pages_verified, 1);
+		if (j == ps / sizeof(*p))
+			continue;
+		report("# DATA MISMATCH proc %d thread %d %s: untouched page %zu of the sparse reservation at %p (%zu pages) word %zu: %#llx, expected 0\n",
+		       t->proc, t->tid, when, i, r->addr, r->npages, j, (unsigned long long)p[j]);
+		add(zero_bad, 1);
+		bad++;
+	}
+	return bad;
+}
+
+/*
+ * Compare every word of the data pages of @r with their pattern, and the
+ * uffd-wp bits of a write-protected region; returns the number of bad pages.
+ */
 static unsigned long verify_region(struct tctx *t, struct region *r, const char *when)
 {
 	unsigned long bad = 0;
 
-	for (size_t i = 0; i < r->npages; i++) {
+	if (r->wp)
+		check_uffd_wp(t, r, when);
+	for (size_t n = 0; n < nr_data(r); n++) {
+		size_t i = data_index(r, n);
 		uint64_t *p = (uint64_t *)(r->addr + i * ps), w = page_word(t->proc, r, i);
 
 		for (size_t j = 0; j < ps / sizeof(*p); j++) {
 			if (p[j] == w + j)
 				continue;
-			report("# DATA MISMATCH proc %d thread %d %s: page %zu of %zu at %p (tag %#lx gen %u%s) word %zu: %#llx, expected %#llx\n",
+			report("# DATA MISMATCH proc %d thread %d %s: page %zu of %zu at %p (tag %#lx gen %u%s%s%s) word %zu: %#llx, expected %#llx\n",
 			       t->proc, t->tid, when, i, r->npages, r->addr + i * ps,
 			       (unsigned long)r->tag, r->gen, r->unique ? " unique" : "",
+			       r->sparse ? " sparse" : "", r->wp ? " uffd-wp" : "",
 			       j, (unsigned long long)p[j], (unsigned long long)(w + j));
 			bad++;
 			break;
 		}
 	}
-	add(pages_verified, r->npages);
+	add(pages_verified, nr_data(r));
+	if (r->sparse)
+		bad += verify_untouched(t, r, when);
 	add(mismatches, bad);
 	return bad;
+}
+
+/* The number of data pages of @r that are KSM pages, and the first one. */
+static unsigned long ksm_data_pages(struct tctx *t, struct region *r, size_t *first)
+{
+	unsigned long nr = 0;
+
+	for (size_t n = 0; n < nr_data(r); n++) {
+		if (!entry_ksm(pagemap_entry(t, r->addr + data_index(r, n) * ps)))
+			continue;
+		if (!nr++)
+			*first = n;
+	}
+	return nr;
+}
+
+/*
+ * After an unmerge of the whole of @r, none of its data pages may be a KSM
+ * page: unless thread 0 enabled the flag meanwhile, which made the region
+ * mergeable again (merge_seq is not @seq any more, or was odd).
+ */
+static void check_unmerged(struct tctx *t, struct region *r, unsigned long seq,
+			   const char *when)
+{
+	size_t first = 0;
+	unsigned long left = ksm_data_pages(t, r, &first);
+
+	if ((seq & 1) || __atomic_load_n(&merge_seq, __ATOMIC_SEQ_CST) != seq)
+		return;
+	add(unmerges_checked, 1);
+	if (!left)
+		return;
+	add(unmerge_left, left);
+	report("# KSM PAGES LEFT proc %d thread %d %s: %lu of %zu data pages of the%s%s region at %p (%zu pages) are KSM pages still; first: page %zu at %p\n",
+	       t->proc, t->tid, when, left, nr_data(r), r->sparse ? " sparse" : "",
+	       r->wp ? " write-protected" : "", r->addr, r->npages, data_index(r, first),
+	       r->addr + data_index(r, first) * ps);
 }
 
 static struct region *pick_used(struct tctx *t)
@@ -224,15 +507,58 @@ static struct region *pick_free(struct tctx *t)
 	return NULL;
 }
 
+/*
+ * A sparse reservation: 64 GiB (now and then 1 TiB) of MAP_NORESERVE with a
+ * few pages written far apart, as a runtime that reserves address space for
+ * its heap has.  With the flag set, the whole of it is mergeable.
+ */
+static void map_sparse(struct tctx *t, struct region *r)
+{
+	bool huge = rnd(t) % 8 == 0;
+	size_t slice;
+	void *p;
+
+	r->sparse = true;
+	r->npages = (huge ? SPARSE_HUGE : SPARSE_SIZE) / ps;
+	r->unique = rnd(t) % 8 == 0;
+	r->seed = rnd(t);
+	p = mmap(NULL, r->npages * ps, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		syscall_failed(t, huge ? "mmap(1 TiB, MAP_NORESERVE)" : "mmap(64 GiB, MAP_NORESERVE)");
+		return;
+	}
+	/* Mostly without THP, which would back each written page with 2 MiB. */
+	if (rnd(t) % 4 && madvise(p, r->npages * ps, MADV_NOHUGEPAGE))
+		syscall_failed(t, "madvise(MADV_NOHUGEPAGE)");
+	r->ntouched = 2 + rnd(t) % (SPARSE_TOUCH - 1);
+	slice = r->npages / r->ntouched;
+	for (int n = 0; n < r->ntouched; n++)
+		r->touched[n] = n * slice + rnd(t) % slice;
+	r->addr = p;
+	r->tag = (uintptr_t)p;
+	r->used = true;
+	fill_pages(t->proc, r, 0, r->npages);
+	add(sparse_made, 1);
+	add(sparse_huge, huge);
+}
+
 static void op_map(struct tctx *t)
 {
 	struct region *r = pick_free(t), *next_to = pick_used(t);
-	int flags;
+	int flags, nsparse = 0;
 	void *p = MAP_FAILED;
 
 	if (!r)
 		return;
+	for (int k = 0; k < NR_REGIONS; k++)
+		nsparse += t->reg[k].used && t->reg[k].sparse;
 	memset(r, 0, sizeof(*r));
+	r->uffd = -1;
+	if (nsparse < MAX_SPARSE && rnd(t) % 8 == 0) {
+		map_sparse(t, r);
+		return;
+	}
 	r->npages = 1 + rnd(t) % MAX_PAGES;
 	r->shared = rnd(t) % 8 == 0;
 	r->unique = rnd(t) % 8 == 0;
@@ -268,6 +594,8 @@ static void op_unmap(struct tctx *t)
 	verify_region(t, r, "before munmap");
 	if (munmap(r->addr, r->npages * ps))
 		syscall_failed(t, "munmap");
+	if (r->uffd >= 0)
+		close(r->uffd);
 	r->used = false;
 }
 
@@ -277,7 +605,7 @@ static void op_trim(struct tctx *t)
 	struct region *r = pick_used(t);
 	bool first = rnd(t) % 2;
 
-	if (!r || r->npages < 2)
+	if (!r || r->npages < 2 || r->sparse)
 		return;
 	verify_region(t, r, "before partial munmap");
 	if (munmap(first ? r->addr : r->addr + (r->npages - 1) * ps, ps)) {
@@ -300,9 +628,11 @@ static void op_mremap(struct tctx *t)
 	int how = rnd(t) % 3;
 	void *p;
 
-	if (!r)
+	if (!r || r->sparse)
 		return;
 	verify_region(t, r, "before mremap");
+	/* A moved range would lose its registration: a plain region again. */
+	uffd_release(t, r);
 	/*
 	 * mremap() fails with EFAULT on a range of several VMAs; madvise() of
 	 * the whole region makes its parts alike, so they merge into one again.
@@ -350,52 +680,103 @@ static void op_mremap(struct tctx *t)
 	verify_region(t, r, "after mremap");
 }
 
-/* Make the middle read-only and writable again: two splits and a merge. */
+/* Count an unmerge of @r (by the prctl if @by_prctl) that succeeded. */
+static void count_unmerge(struct region *r, bool by_prctl)
+{
+	if (r->sparse)
+		add(sparse_unmerged, 1);
+	if (r->wp)
+		add(uffd_unmerged, 1);
+	if (r->wp && by_prctl)
+		add(uffd_unmerged_prctl, 1);
+}
+
+/*
+ * Make the middle read-only and writable again: two splits and a merge.  Now
+ * and then PROT_NONE instead, and the whole region unmerged meanwhile.
+ */
 static void op_mprotect(struct tctx *t)
 {
 	struct region *r = pick_used(t);
+	bool none = rnd(t) % 4 == 0, unmerged = false;
+	unsigned long seq = __atomic_load_n(&merge_seq, __ATOMIC_SEQ_CST);
 	size_t off, len;
 
 	if (!r || r->npages < 3)
 		return;
 	off = 1 + rnd(t) % (r->npages - 2);
 	len = 1 + rnd(t) % (r->npages - off - 1);
-	if (mprotect(r->addr + off * ps, len * ps, PROT_READ)) {
-		syscall_failed(t, "mprotect(PROT_READ)");
+	if (mprotect(r->addr + off * ps, len * ps, none ? PROT_NONE : PROT_READ)) {
+		syscall_failed(t, none ? "mprotect(PROT_NONE)" : "mprotect(PROT_READ)");
 		return;
 	}
-	verify_region(t, r, "while partly read-only");
-	if (mprotect(r->addr + off * ps, len * ps, PROT_READ | PROT_WRITE))
+	if (!none) {
+		verify_region(t, r, "while partly read-only");
+	} else {
+		snap_uffd_wp(t, r);
+		if (madvise(r->addr, r->npages * ps, MADV_UNMERGEABLE)) {
+			syscall_failed(t, "madvise(MADV_UNMERGEABLE) of a partly PROT_NONE region");
+			r->snapped = false;
+		} else {
+			add(prot_none_unmerged, 1);
+			count_unmerge(r, false);
+			unmerged = true;
+		}
+	}
+	if (mprotect(r->addr + off * ps, len * ps, PROT_READ | PROT_WRITE)) {
 		syscall_failed(t, "mprotect(PROT_READ|PROT_WRITE)");
+	} else if (unmerged) {
+		verify_region(t, r, "after MADV_UNMERGEABLE while partly PROT_NONE");
+		check_unmerged(t, r, seq, "after MADV_UNMERGEABLE while partly PROT_NONE");
+	}
 }
 
+/* Part of a region, or all of a sparse reservation (the rest has nothing). */
 static void op_madvise(struct tctx *t)
 {
 	struct region *r = pick_used(t);
 	int advice = rnd(t) % 3 ? MADV_MERGEABLE : MADV_UNMERGEABLE;
+	unsigned long seq = __atomic_load_n(&merge_seq, __ATOMIC_SEQ_CST);
 	size_t off, len;
 
 	if (!r)
 		return;
-	off = rnd(t) % r->npages;
-	len = 1 + rnd(t) % (r->npages - off);
-	if (madvise(r->addr + off * ps, len * ps, advice))
+	off = r->sparse ? 0 : rnd(t) % r->npages;
+	len = r->sparse ? r->npages : 1 + rnd(t) % (r->npages - off);
+	if (advice == MADV_UNMERGEABLE)
+		snap_uffd_wp(t, r);
+	if (madvise(r->addr + off * ps, len * ps, advice)) {
 		syscall_failed(t, advice == MADV_MERGEABLE ? "madvise(MADV_MERGEABLE)" :
 			       "madvise(MADV_UNMERGEABLE)");
-	else if (advice == MADV_UNMERGEABLE)
+		r->snapped = false;
+	} else if (advice == MADV_UNMERGEABLE) {
+		count_unmerge(r, false);
 		verify_region(t, r, "after MADV_UNMERGEABLE");
+		if (len == r->npages)
+			check_unmerged(t, r, seq, "after MADV_UNMERGEABLE");
+	}
 }
 
-/* New generation: copy-on-write of every merged page of the region. */
+/*
+ * New generation: copy-on-write of every merged page of the region.  A
+ * write-protected one is unprotected first (a write would wait for a uffd
+ * handler that nobody runs) and protected again afterwards.
+ */
 static void op_rewrite(struct tctx *t)
 {
 	struct region *r = pick_used(t);
+	bool wp;
 
 	if (!r)
 		return;
 	verify_region(t, r, "before rewrite");
+	wp = r->wp;
+	if (wp && !uffd_protect(t, r, false))
+		return;
 	r->gen++;
 	fill_pages(t->proc, r, 0, r->npages);
+	if (wp && uffd_protect(t, r, true))
+		verify_region(t, r, "after rewrite and UFFDIO_WRITEPROTECT");
 }
 
 static int get_merge(void)
@@ -403,12 +784,29 @@ static int get_merge(void)
 	return prctl(PR_GET_MEMORY_MERGE, 0, 0, 0, 0);
 }
 
-static void op_prctl(struct tctx *t)
+/*
+ * PR_SET_MEMORY_MERGE from thread 0.  Disabling unmerges the whole process:
+ * this thread's write-protected and sparse regions are checked after it.
+ */
+static void set_merge(struct tctx *t, int on)
 {
-	int on = rnd(t) % 2, got;
+	bool unmerge = !on && proc_flag;
 
-	if (prctl(PR_SET_MEMORY_MERGE, on, 0, 0, 0)) {
+	int got, ret;
+
+	for (int k = 0; k < NR_REGIONS && unmerge; k++)
+		if (t->reg[k].used)
+			snap_uffd_wp(t, &t->reg[k]);
+	/* Enabling makes regions mergeable again that other threads unmerged. */
+	if (on)
+		__atomic_fetch_add(&merge_seq, 1, __ATOMIC_SEQ_CST);
+	ret = prctl(PR_SET_MEMORY_MERGE, on, 0, 0, 0);
+	if (on)
+		__atomic_fetch_add(&merge_seq, 1, __ATOMIC_SEQ_CST);
+	if (ret) {
 		syscall_failed(t, on ? "prctl(PR_SET_MEMORY_MERGE, 1)" : "prctl(PR_SET_MEMORY_MERGE, 0)");
+		for (int k = 0; k < NR_REGIONS; k++)
+			t->reg[k].snapped = false;
 		return;
 	}
 	proc_flag = on;
@@ -417,6 +815,79 @@ static void op_prctl(struct tctx *t)
 		add(flag_bad, 1);
 		report("# proc %d: PR_GET_MEMORY_MERGE returned %d after setting %d\n",
 		       t->proc, got, on);
+	}
+	for (int k = 0; k < NR_REGIONS && unmerge; k++) {
+		struct region *r = &t->reg[k];
+
+		if (!r->used)
+			continue;
+		if (r->wp || r->sparse) {
+			count_unmerge(r, true);
+			verify_region(t, r, "after PR_SET_MEMORY_MERGE 0");
+		}
+		check_unmerged(t, r, merge_seq, "after PR_SET_MEMORY_MERGE 0");
+	}
+}
+
+static void op_prctl(struct tctx *t)
+{
+	set_merge(t, rnd(t) % 2);
+}
+
+/*
+ * userfaultfd write-protection of a region that ksmd merged: the first visit
+ * registers and write-protects it, a later one unmerges it while it is
+ * protected (MADV_UNMERGEABLE, or the prctl from thread 0).  Unmerging must
+ * neither wait for a uffd handler nor drop the protection.  A region with
+ * no KSM page left is mostly released (unprotected, unregistered), to be
+ * merged and protected again.
+ */
+static void op_uffd(struct tctx *t)
+{
+	struct region *r = pick_used(t);
+	size_t first;
+
+	if (!uffd_ok || !r || r->shared)
+		return;
+	if (r->uffd < 0) {
+		/* Something to unmerge, in a process without the flag too */
+		if (madvise(r->addr, r->npages * ps, MADV_MERGEABLE)) {
+			syscall_failed(t, "madvise(MADV_MERGEABLE) (before UFFDIO_REGISTER)");
+			return;
+		}
+		/* Mostly once ksmd merged some of it: what the unmerge is to meet. */
+		if (!ksm_data_pages(t, r, &first) && rnd(t) % 4)
+			return;
+		r->uffd = uffd_register(r->addr, r->npages * ps);
+		if (r->uffd < 0) {
+			syscall_failed(t, "userfaultfd + UFFDIO_REGISTER(MODE_WP)");
+			return;
+		}
+		add(uffd_ranges, 1);
+	}
+	if (!r->wp) {
+		if (uffd_protect(t, r, true))
+			verify_region(t, r, "after UFFDIO_WRITEPROTECT");
+		return;
+	}
+	if (!ksm_data_pages(t, r, &first) && rnd(t) % 4) {
+		uffd_release(t, r);
+		return;
+	}
+	if (t->tid == 0 && proc_flag && rnd(t) % 3 == 0) {
+		set_merge(t, 0);
+	} else {
+		unsigned long seq = __atomic_load_n(&merge_seq, __ATOMIC_SEQ_CST);
+
+		snap_uffd_wp(t, r);
+		if (madvise(r->addr, r->npages * ps, MADV_UNMERGEABLE)) {
+			syscall_failed(t, "madvise(MADV_UNMERGEABLE) of a uffd-wp range");
+			r->snapped = false;
+			return;
+		}
+		count_unmerge(r, false);
+		verify_region(t, r, "after MADV_UNMERGEABLE of a uffd-wp range");
+		check_unmerged(t, r, seq, "after MADV_UNMERGEABLE of a uffd-wp range");
 	}
 }
 
@@ -506,6 +977,8 @@ static int child_check(struct tctx *t, int expect_flag)
 	for (int k = 0; k < NR_REGIONS; k++) {
 		struct region *r = &t->reg[k];
 
+		/* Without UFFD_FEATURE_EVENT_FORK the child's VMAs are not registered. */
+		r->wp = false;
 		if (!r->used || r->shared)
 			continue;
 		bad += verify_region(t, r, "in forked child");
@@ -611,8 +1084,8 @@ static void *thread_main(void *arg)
 		unsigned int x = rnd(t) % 100;
 		enum op op = x < 14 ? OP_MAP : x < 22 ? OP_UNMAP : x < 30 ? OP_TRIM :
 			     x < 38 ? OP_MREMAP : x < 46 ? OP_MPROTECT : x < 56 ? OP_MADVISE :
-			     x < 68 ? OP_REWRITE : x < 80 ? OP_VERIFY : x < 86 ? OP_PRCTL :
-			     x < 90 ? OP_SMAPS : x < 96 ? OP_FORK : OP_EXEC;
+			     x < 66 ? OP_REWRITE : x < 74 ? OP_VERIFY : x < 80 ? OP_UFFD :
+			     x < 86 ? OP_PRCTL : x < 90 ? OP_SMAPS : x < 96 ? OP_FORK : OP_EXEC;
 
 		sh->thread[t->proc][t->tid].op = op;
 		sh->thread[t->proc][t->tid].beat = now();
@@ -624,6 +1097,7 @@ static void *thread_main(void *arg)
 		case OP_MPROTECT: op_mprotect(t); break;
 		case OP_MADVISE: op_madvise(t); break;
 		case OP_REWRITE: op_rewrite(t); break;
+		case OP_UFFD: op_uffd(t); break;
 		case OP_PRCTL: if (only_t0) op_prctl(t); break;
 		case OP_SMAPS: if (only_t0) op_smaps(t); break;
 		case OP_FORK: op_fork(t); break;
@@ -641,9 +1115,13 @@ static void *thread_main(void *arg)
 	/* At exit every page is checked once more. */
 	sh->thread[t->proc][t->tid].op = OP_DONE;
 	sh->thread[t->proc][t->tid].beat = now();
-	for (int k = 0; k < NR_REGIONS; k++)
-		if (t->reg[k].used)
-			verify_region(t, &t->reg[k], "at exit");
+	for (int k = 0; k < NR_REGIONS; k++) {
+		if (!t->reg[k].used)
+			continue;
+		verify_region(t, &t->reg[k], "at exit");
+		if (t->reg[k].uffd >= 0)
+			close(t->reg[k].uffd);
+	}
 	sh->thread[t->proc][t->tid].done = 1;
 	return NULL;
 }
@@ -653,6 +1131,12 @@ static int worker(int proc, uint64_t seed)
 	pthread_t th[MAX_THREADS];
 	static struct tctx ctx[MAX_THREADS];
 
+	pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (pagemap_fd < 0 && uffd_ok) {
+		report("# proc %d: open /proc/self/pagemap: %s\n", proc, strerror(errno));
+		add(errors, 1);
+		uffd_ok = false;
+	}
 	/* Half the workers start with the flag, the other half rely on madvise. */
 	if (proc % 2 == 0) {
 		if (prctl(PR_SET_MEMORY_MERGE, 1, 0, 0, 0)) {
@@ -706,6 +1190,49 @@ static int sysfs_write(const char *name, long v)
 		return -1;
 	ret = fprintf(f, "%ld", v) < 0;
 	return fclose(f) || ret ? -1 : 0;
+}
+
+/*
+ * Whether userfaultfd can write-protect anonymous memory here, as pagemap
+ * shows: without that, uffd-wp ranges are left out, with a note.
+ */
+static bool uffd_probe(void)
+{
+	char *p = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct uffdio_writeprotect wp = {
+		.range = { .start = (uintptr_t)p, .len = ps },
+		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+	};
+	const char *why = NULL;
+	uint64_t e = 0;
+	int fd, pm;
+
+	if (p == MAP_FAILED)
+		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
+	*p = 1;
+	fd = uffd_register(p, ps);
+	if (fd < 0) {
+		why = "userfaultfd + UFFDIO_REGISTER(MODE_WP)";
+	} else if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp)) {
+		why = "UFFDIO_WRITEPROTECT";
+	} else {
+		pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+		if (pm < 0 ||
+		    pread(pm, &e, sizeof(e), (uintptr_t)p / ps * sizeof(e)) != sizeof(e)) {
+			why = "/proc/self/pagemap";
+		} else if (!(e & PM_UFFD_WP)) {
+			why = "pagemap PM_UFFD_WP";
+			errno = EOPNOTSUPP;
+		}
+		if (pm >= 0)
+			close(pm);
+	}
+	if (why)
+		ksft_print_msg("uffd-wp ranges left out: %s: %s\n", why, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	munmap(p, ps);
+	return !why;
 }
 
 /* Stack traces of the tasks in D state on the console (sysrq w), for the hang report. */
@@ -786,6 +1313,32 @@ static bool counters_drain(void)
 	return false;
 }
 
+/* "# stat NAME VALUE" lines, which scripts/stress-report.sh adds up. */
+static void print_stats(void)
+{
+	const struct {
+		const char *name;
+		unsigned long n;
+	} stats[] = {
+		{ "operations", sh->ops },
+		{ "processes", sh->processes },
+		{ "pages_verified", sh->pages_verified },
+		{ "mismatches", sh->mismatches },
+		{ "sparse_reservations", sh->sparse_made },
+		{ "sparse_unmerged", sh->sparse_unmerged },
+		{ "untouched_pages_checked", sh->zero_checked },
+		{ "prot_none_unmerged", sh->prot_none_unmerged },
+		{ "unmerge_ksm_pages_left", sh->unmerge_left },
+		{ "uffd_wp_ranges", sh->uffd_ranges },
+		{ "uffd_wp_unmerged", sh->uffd_unmerged },
+		{ "uffd_wp_merged_pages", sh->uffd_ksm_pages },
+		{ "uffd_wp_lost", sh->uffd_lost_unmerge + sh->uffd_lost_other },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(stats); i++)
+		ksft_print_msg("stat %s %lu\n", stats[i].name, stats[i].n);
+}
+
 int main(int argc, char **argv)
 {
 	long saved_run, saved_sleep, saved_scan, max_sharing = 0;
@@ -830,9 +1383,14 @@ int main(int argc, char **argv)
 	if (saved_run < 0 || sysfs_write("sleep_millisecs", 0) || sysfs_write("pages_to_scan", 5000) ||
 	    sysfs_write("run", 1))
 		ksft_exit_skip("cannot set up ksmd in " KSM_SYSFS "\n");
-	ksft_set_plan(7);
+	ksft_set_plan(11);
 	ksft_print_msg("%d processes x %d threads, %lu s or %lu ops per thread, seed %llu\n",
 		       nprocs, nthreads, duration, max_iter, (unsigned long long)seed);
+	uffd_ok = uffd_probe();
+	kpageflags_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
+	if (kpageflags_fd < 0)
+		ksft_print_msg("no /proc/kpageflags (%s): uffd-wp bits lost in an unmerge are counted as lost elsewhere\n",
+			       strerror(errno));
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
@@ -865,13 +1423,29 @@ int main(int argc, char **argv)
 	ksft_test_result(max_sharing > 0, "ksmd merged pages during the run (max pages_sharing %ld)\n",
 			 max_sharing);
 	ksft_test_result(drained, "KSM page counters returned to 0 after all processes exited\n");
+	ksft_test_result(sh->unmerge_left == 0, "%lu unmerges of a whole region (MADV_UNMERGEABLE, PR_SET_MEMORY_MERGE 0) left no KSM page (%lu left)\n",
+			 sh->unmerges_checked, sh->unmerge_left);
+	ksft_test_result(sh->zero_bad == 0, "%lu sparse reservations (%lu of 1 TiB, the others 64 GiB), %lu unmerged: %lu untouched pages read as zero (%lu did not)\n",
+			 sh->sparse_made, sh->sparse_huge, sh->sparse_unmerged, sh->zero_checked,
+			 sh->zero_bad);
+	if (!uffd_ok)
+		ksft_test_result_skip("uffd-wp ranges kept their protection through unmerging\n");
+	else if (!sh->uffd_ksm_pages)
+		ksft_test_result_skip("no write-protected page was merged when %lu uffd-wp ranges were unmerged\n",
+				      sh->uffd_unmerged);
+	else
+		ksft_test_result(sh->uffd_lost_unmerge == 0, "%lu unmerges of uffd-wp ranges while write-protected (%lu by PR_SET_MEMORY_MERGE 0; %lu merged write-protected pages) kept the uffd-wp bit (%lu pages lost it)\n",
+				 sh->uffd_unmerged, sh->uffd_unmerged_prctl, sh->uffd_ksm_pages,
+				 sh->uffd_lost_unmerge);
+	if (!uffd_ok)
+		ksft_test_result_skip("uffd-wp ranges kept their protection otherwise\n");
+	else
+		ksft_test_result(sh->uffd_lost_other == 0, "%lu uffd-wp ranges kept the uffd-wp bit outside unmerging too (%lu pages lost it, %lu of them KSM pages since: ksmd merged them)\n",
+				 sh->uffd_ranges, sh->uffd_lost_other, sh->uffd_lost_ksm);
 
 	ksft_print_msg("%lu mremap() calls refused a range of several VMAs (EFAULT)\n",
 		       sh->mremap_efault);
-	ksft_print_msg("stat operations %lu\n", sh->ops);
-	ksft_print_msg("stat processes %lu\n", sh->processes);
-	ksft_print_msg("stat pages_verified %lu\n", sh->pages_verified);
-	ksft_print_msg("stat mismatches %lu\n", sh->mismatches);
+	print_stats();
 
 	sysfs_write("pages_to_scan", saved_scan);
 	sysfs_write("sleep_millisecs", saved_sleep);
