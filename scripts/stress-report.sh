@@ -1,6 +1,7 @@
 #!/bin/sh
 # stress-report.sh COMMAND LOG CONSOLE SECONDS: markdown table of a stress run from its guest
-# output LOG (TAP per program, "# stat KEY VALUE" lines) and its console log.
+# output LOG (TAP per program, "# stat KEY VALUE" lines) and its console log.  A second table
+# has the counts of the unmerge checks (sparse, PROT_NONE, uffd-wp) of the programs that have them.
 set -eu
 [ $# = 4 ] || { echo "usage: stress-report.sh COMMAND LOG CONSOLE SECONDS" >&2; exit 2; }
 cmd=$1 log=$2 con=$3 secs=$4
@@ -12,11 +13,22 @@ echo
 echo "| program | results ok/not ok/skip | operations | processes | pages verified | faults injected | signals sent | data mismatches |"
 echo "|---|---|---|---|---|---|---|---|"
 tr -d '\r' < "$log" | awk '
-function flush() {
+BEGIN {
+	nx = split("sparse_reservations sparse_unmerged untouched_pages_checked prot_none_unmerged " \
+		"uffd_wp_ranges uffd_wp_unmerged uffd_wp_merged_pages uffd_wp_lost unmerge_ksm_pages_left", x)
+}
+function flush(  i, row) {
 	if (prog == "") return
 	printf "| %s | %d/%d/%d | %d | %d | %d | %d | %d | %d |\n", prog, ok, nok, sk,
 		s["operations"], s["processes"], s["pages_verified"], s["faults_injected"],
 		s["signals_sent"], s["mismatches"]
+	for (i = 1; i <= nx; i++)
+		if (x[i] in s) row = 1
+	if (row) {
+		rows = rows "| " prog
+		for (i = 1; i <= nx; i++) rows = rows " | " s[x[i]] + 0
+		rows = rows " |\n"
+	}
 	for (k in s) { tot[k] += s[k]; delete s[k] }
 	tok += ok; tnok += nok; tsk += sk; ok = nok = sk = 0
 }
@@ -30,6 +42,12 @@ END {
 	printf "| **all** | %d/%d/%d | %d | %d | %d | %d | %d | %d |\n", tok, tnok, tsk,
 		tot["operations"], tot["processes"], tot["pages_verified"], tot["faults_injected"],
 		tot["signals_sent"], tot["mismatches"]
+	if (rows == "") exit
+	print "\n| program | sparse reservations | sparse ones unmerged | untouched pages checked |" \
+		" PROT_NONE unmerges | uffd-wp ranges | uffd-wp unmerges | merged uffd-wp pages unmerged |" \
+		" uffd-wp pages that lost the bit | KSM pages left by an unmerge |"
+	print "|---|---|---|---|---|---|---|---|---|---|"
+	printf "%s", rows
 }'
 echo
 echo "Kernel splats on the console: $splats. Leak reports (kmemleak): $leaks."
