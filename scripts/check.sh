@@ -88,6 +88,8 @@ selftests() {
 }
 on guest || { summary; exit; }
 step "guest: build selftests ($(ls $src/tools/testing/selftests/vm/ksm_*.c | xargs -n1 basename | paste -sd' ')), ksmctl, stress/*.c" selftests selftests
+step "guest: build upstream 6.12 KSM selftests (ksm_functional_tests, ksm_tests)" upstream-selftests \
+	sh scripts/upstream-selftests.sh
 con=$logs/guest-console.log t=$SECONDS
 # kmemleak on for the leak check that ends the list.
 VM_QUIET=1 VM_LOG=$con KERNEL=build/out/test/arch/x86/boot/bzImage VM_TIMEOUT=1500 \

@@ -10,9 +10,13 @@ run() { # KIND NAME COMMAND
 	sh -c "$cmd" > $out 2>&1 < /dev/null || rc=$?
 	cat $out
 	if [ "$kind" = tap ]; then
+		# A skip names its reason; kselftest programs often print it on the line before.
 		awk -v n="$name" '/^(not )?ok [0-9]+/ { r = /^not/ ? "not ok" : "ok"
 			if (r == "ok" && / # [Ss][Kk][Ii][Pp]/) r = "skip"
-			d = $0; sub(/^(not )?ok [0-9]+ *-? */, "", d); print "RESULT: " r " " n ": " d }' $out
+			d = $0; sub(/^(not )?ok [0-9]+ *-? */, "", d)
+			if (r == "skip" && prev != "") d = d " (" prev ")"
+			print "RESULT: " r " " n ": " d; prev = ""; next }
+			!/^(TAP version|1\.\.)/ && NF { prev = $0; sub(/^# */, "", prev); sub(/[ \t]+$/, "", prev) }' $out
 		grep -qE '^1\.\.[0-9]+' $out || echo "RESULT: not ok $name: printed no TAP plan"
 		case $rc in 0|4) ;; *) echo "RESULT: not ok $name: exit status $rc";; esac
 	else

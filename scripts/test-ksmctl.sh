@@ -7,16 +7,20 @@
 
 K=${1:?usage: ksmctl_test.sh PATH/TO/ksmctl}
 KSM=/sys/kernel/mm/ksm
-NTESTS=22
+NTESTS=29
 n=0
 failed=0
 TMP=$(mktemp -d) || exit 1
 BG=
+ZBG=
 old_run=
+old_zero=
 
 # shellcheck disable=SC2317  # invoked by trap
 cleanup() {
 	[ -n "$BG" ] && kill "$BG" 2>/dev/null
+	[ -n "$ZBG" ] && kill "$ZBG" 2>/dev/null
+	[ -n "$old_zero" ] && echo "$old_zero" >"$KSM/use_zero_pages"
 	if [ -n "$old_run" ]; then
 		echo "$old_pages" >"$KSM/pages_to_scan"
 		echo "$old_sleep" >"$KSM/sleep_millisecs"
@@ -51,6 +55,16 @@ wait_comm() {
 		i=$((i + 1))
 	done
 	return 1
+}
+
+# value of $KSM/$1, or "-" (as ksmctl prints it) if the kernel lacks it
+ksm_value() {
+	cat "$KSM/$1" 2>/dev/null || echo -
+}
+
+# the ksm_zero_pages line of /proc/$1/ksm_stat
+proc_zero_pages() {
+	sed -n 's/^ksm_zero_pages //p' /proc/"$1"/ksm_stat 2>/dev/null
 }
 
 echo "TAP version 13"
@@ -131,11 +145,11 @@ for f in run pages_shared pages_sharing general_profit full_scans; do
 done
 ok $r "status: shows the five global values"
 
-grep -Eq '^ +PID +COMMAND +MERGE_TYPE +MERGING_PAGES +RMAP_ITEMS +PROFIT$' \
+grep -Eq '^ +PID +COMMAND +MERGE_TYPE +MERGING_PAGES +ZERO_PAGES +RMAP_ITEMS +PROFIT$' \
 	"$TMP/status"
 ok $? "status: table header"
 
-grep -Eq "^ *$BG +sleep +process +[0-9]+ +[0-9]+ +-?[0-9.]+[KMGTPE]?$" \
+grep -Eq "^ *$BG +sleep +process +[0-9]+ +([0-9]+|-) +[0-9]+ +-?[0-9.]+[KMGTPE]?$" \
 	"$TMP/status"
 ok $? "status: launched process listed with merge type process"
 
@@ -183,6 +197,113 @@ else
 		"no setpriv"
 fi
 
+# --- zero pages, pages_scanned ---
+# A process that "ksmctl run" launches maps 8 MiB of private anonymous memory
+# and writes a 0 into each page: with use_zero_pages=1, ksmd replaces these
+# empty pages with the zero page and counts them in ksm_zero_pages.
+if [ ! -e "$KSM"/ksm_zero_pages ] || [ ! -e "$KSM"/use_zero_pages ]; then
+	skip "zero pages: ksmd merges the empty pages of a launched process" \
+		"kernel without $KSM/ksm_zero_pages"
+elif ! command -v python3 >/dev/null 2>&1; then
+	skip "zero pages: ksmd merges the empty pages of a launched process" \
+		"no python3"
+else
+	old_zero=$(cat "$KSM"/use_zero_pages)
+	echo 1 >"$KSM"/use_zero_pages
+	"$K" run python3 -c '
+import mmap, time
+m = mmap.mmap(-1, 8 << 20, mmap.MAP_PRIVATE)
+m.madvise(mmap.MADV_NOHUGEPAGE)
+for i in range(0, len(m), mmap.PAGESIZE):
+	m[i] = 0
+time.sleep(600)
+' &
+	ZBG=$!
+	zp=0
+	if wait_comm $ZBG python3; then
+		i=0
+		while [ $i -lt 600 ]; do
+			zp=$(proc_zero_pages $ZBG)
+			[ "${zp:-0}" -ge 2048 ] && break
+			sleep 0.1
+			i=$((i + 1))
+		done
+	fi
+	[ "${zp:-0}" -ge 2048 ]
+	ok $? "zero pages: ksmd merges the 2048 empty pages of a launched process (ksm_zero_pages ${zp:-none})"
+fi
+
+# stop ksmd: pages_scanned and the zero pages then stand still
+echo 0 >"$KSM"/run
+
+zb=$(ksm_value ksm_zero_pages) sb=$(ksm_value pages_scanned)
+[ -n "$ZBG" ] && pb=$(proc_zero_pages $ZBG)
+"$K" status >"$TMP/zstatus"
+za=$(ksm_value ksm_zero_pages) sa=$(ksm_value pages_scanned)
+[ -n "$ZBG" ] && pa=$(proc_zero_pages $ZBG)
+
+v=$(awk '$1 == "ksm_zero_pages" { print $2 }' "$TMP/zstatus")
+[ -n "$v" ] && { [ "$v" = "$zb" ] || [ "$v" = "$za" ]; }
+ok $? "status: ksm_zero_pages line as in sysfs (got ${v:-none}, sysfs $zb/$za)"
+
+v=$(awk '$1 == "pages_scanned" { print $2 }' "$TMP/zstatus")
+[ -n "$v" ] && [ "$v" = "$sb" ] && [ "$v" = "$sa" ]
+ok $? "status: pages_scanned line as in sysfs (got ${v:-none}, sysfs $sb/$sa)"
+
+if [ -n "$ZBG" ]; then
+	v=$(awk -v p=$ZBG '$1 == p { print $5 }' "$TMP/zstatus")
+	[ -n "$v" ] && { [ "$v" = "$pb" ] || [ "$v" = "$pa" ]; }
+	ok $? "status: ZERO_PAGES is ksm_zero_pages of ksm_stat (got ${v:-none}, ksm_stat $pb/$pa)"
+else
+	skip "status: ZERO_PAGES is ksm_zero_pages of ksm_stat" \
+		"no process with zero pages"
+fi
+
+if command -v python3 >/dev/null 2>&1; then
+	zb=$(ksm_value ksm_zero_pages) sb=$(ksm_value pages_scanned)
+	[ -n "$ZBG" ] && pb=$(proc_zero_pages $ZBG)
+	"$K" status --json >"$TMP/zjson"
+	rc=$?
+	za=$(ksm_value ksm_zero_pages) sa=$(ksm_value pages_scanned)
+	[ -n "$ZBG" ] && pa=$(proc_zero_pages $ZBG)
+	[ $rc -eq 0 ] && python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+sysfs = [None if v == "-" else int(v) for v in sys.argv[1:]]
+assert d["ksm_zero_pages"] in sysfs[0:2], d["ksm_zero_pages"]
+assert d["pages_scanned"] == sysfs[2] == sysfs[3], d["pages_scanned"]
+assert d["processes"] and all("zero_pages" in p for p in d["processes"])
+' "$zb" "$za" "$sb" "$sa" <"$TMP/zjson"
+	ok $? "status --json: ksm_zero_pages, pages_scanned and per-process zero_pages"
+
+	if [ -n "$ZBG" ]; then
+		[ $rc -eq 0 ] && python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+p = [p for p in d["processes"] if p["pid"] == int(sys.argv[1])]
+assert p and p[0]["zero_pages"] in (int(sys.argv[2]), int(sys.argv[3])), p
+' $ZBG "$pb" "$pa" <"$TMP/zjson"
+		ok $? "status --json: zero_pages is ksm_zero_pages of ksm_stat ($pb/$pa)"
+	else
+		skip "status --json: zero_pages is ksm_zero_pages of ksm_stat" \
+			"no process with zero pages"
+	fi
+else
+	skip "status --json: ksm_zero_pages, pages_scanned and per-process zero_pages" \
+		"no python3"
+	skip "status --json: zero_pages is ksm_zero_pages of ksm_stat" \
+		"no python3"
+fi
+
+echo 1 >"$KSM"/run
+if [ -n "$ZBG" ]; then
+	kill $ZBG 2>/dev/null
+	wait $ZBG 2>/dev/null
+	ZBG=
+	echo "$old_zero" >"$KSM"/use_zero_pages
+	old_zero=
+fi
+
 # --- watch ---
 "$K" watch -n 2 0.1 >"$TMP/watch"
 rc=$?
@@ -190,6 +311,14 @@ rc=$?
 	head -n 1 "$TMP/watch" | grep -q 'TIME.*GENERAL_PROFIT.*PAGES_SHARING' &&
 	[ "$(grep -Ec '^[0-9]{2}:[0-9]{2}:[0-9]{2} ' "$TMP/watch")" -eq 2 ]
 ok $? "watch -n 2: header and two lines"
+
+# the header names the ten columns, the lines are aligned with it
+hdr='^ +TIME +GENERAL_PROFIT +PAGES_SHARED +PAGES_SHARING +ZERO_PAGES'
+hdr="$hdr +FULL_SCANS +PAGES_SCANNED +D_SHARING +D_SCANS +D_SCANNED\$"
+head -n 1 "$TMP/watch" | grep -Eq "$hdr" &&
+	awk 'NR == 1 { w = length($0) } NF != 10 || length($0) != w { bad = 1 }
+	     END { exit bad }' "$TMP/watch"
+ok $? "watch: ZERO_PAGES, PAGES_SCANNED and D_SCANNED columns, lines aligned"
 
 r=0
 for i in 0 -1 abc 1x; do
