@@ -50,10 +50,25 @@ if ! on bisect; then :
 elif [ "$quick" ]; then result skip "bisect" "check-quick"
 elif [ -z "$commits" ]; then result skip "bisect" "empty series"
 else
+	# A patch that changes only Documentation/ and tools/ cannot change the kernel build:
+	# build the user-space programs it changes instead, with this patch's uapi headers.
+	bisect_tools() { # FILE.c...
+		make -s -C $src O="$PWD/build/out/test" headers_install || return 1
+		for f in "$@"; do
+			gcc -Wall -Werror -O2 -I$src -isystem build/out/test/usr/include \
+				-I$src/tools/testing/selftests -c -o /dev/null "$src/$f" || return 1
+		done
+	}
 	for c in $commits; do
 		git -C $src checkout -q "$c"
-		step "bisect: build after $(git -C $src log -1 --format=%s "$c")" "bisect-$c" \
-			make -s kernel CONFIG=test SRC=$src
+		name="bisect: build after $(git -C $src log -1 --format=%s "$c")"
+		if git -C $src diff --name-only "$c^" "$c" | grep -qv -e '^Documentation/' -e '^tools/'; then
+			step "$name" "bisect-$c" make -s kernel CONFIG=test SRC=$src
+		elif tools=$(git -C $src diff --name-only "$c^" "$c" -- 'tools/*.c') && [ -n "$tools" ]; then
+			step "$name (the tools/ programs it changes)" "bisect-$c" bisect_tools $tools
+		else
+			result skip "$name" "changes only Documentation/: no kernel build to check"
+		fi
 	done
 	git -C $src checkout -q main
 fi

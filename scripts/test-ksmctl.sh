@@ -7,7 +7,7 @@
 
 K=${1:?usage: ksmctl_test.sh PATH/TO/ksmctl}
 KSM=/sys/kernel/mm/ksm
-NTESTS=29
+NTESTS=30
 n=0
 failed=0
 TMP=$(mktemp -d) || exit 1
@@ -250,6 +250,17 @@ v=$(awk '$1 == "pages_scanned" { print $2 }' "$TMP/zstatus")
 [ -n "$v" ] && [ "$v" = "$sb" ] && [ "$v" = "$sa" ]
 ok $? "status: pages_scanned line as in sysfs (got ${v:-none}, sysfs $sb/$sa)"
 
+# smart scan and the scan-time advisor (kernels without them show "-")
+r=0
+for f in pages_skipped smart_scan pages_to_scan; do
+	v=$(awk -v f=$f '$1 == f { print $2 }' "$TMP/zstatus")
+	[ "$v" = "$(ksm_value $f)" ] || { r=1; echo "# $f: status ${v:-none}, sysfs $(ksm_value $f)"; }
+done
+mode=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$KSM"/advisor_mode 2>/dev/null)
+v=$(awk '$1 == "advisor_mode" { print $2 }' "$TMP/zstatus")
+[ "$v" = "${mode:--}" ] || { r=1; echo "# advisor_mode: status ${v:-none}, sysfs ${mode:--}"; }
+ok $r "status: pages_skipped, smart_scan, pages_to_scan, advisor_mode as in sysfs"
+
 if [ -n "$ZBG" ]; then
 	v=$(awk -v p=$ZBG '$1 == p { print $5 }' "$TMP/zstatus")
 	[ -n "$v" ] && { [ "$v" = "$pb" ] || [ "$v" = "$pa" ]; }
@@ -312,13 +323,13 @@ rc=$?
 	[ "$(grep -Ec '^[0-9]{2}:[0-9]{2}:[0-9]{2} ' "$TMP/watch")" -eq 2 ]
 ok $? "watch -n 2: header and two lines"
 
-# the header names the ten columns, the lines are aligned with it
-hdr='^ +TIME +GENERAL_PROFIT +PAGES_SHARED +PAGES_SHARING +ZERO_PAGES'
-hdr="$hdr +FULL_SCANS +PAGES_SCANNED +D_SHARING +D_SCANS +D_SCANNED\$"
+# the header names the twelve columns, the lines are aligned with it
+hdr='^ +TIME +GENERAL_PROFIT +PAGES_SHARED +PAGES_SHARING +ZERO_PAGES +FULL_SCANS'
+hdr="$hdr +PAGES_SCANNED +PAGES_SKIPPED +PAGES_TO_SCAN +D_SHARING +D_SCANS +D_SCANNED\$"
 head -n 1 "$TMP/watch" | grep -Eq "$hdr" &&
-	awk 'NR == 1 { w = length($0) } NF != 10 || length($0) != w { bad = 1 }
+	awk 'NR == 1 { w = length($0) } NF != 12 || length($0) != w { bad = 1 }
 	     END { exit bad }' "$TMP/watch"
-ok $? "watch: ZERO_PAGES, PAGES_SCANNED and D_SCANNED columns, lines aligned"
+ok $? "watch: ZERO_PAGES, PAGES_SCANNED, PAGES_SKIPPED, PAGES_TO_SCAN columns, lines aligned"
 
 r=0
 for i in 0 -1 abc 1x; do
