@@ -1,6 +1,9 @@
 """guest.py (runs in the guest as root): every benchmark, REPS times; prints "BENCH name value".
 
-    python3 bench/guest.py REPS [SECTION...]    sections: hot python dedup ksmd ctl capacity
+    python3 bench/guest.py REPS [SECTION[:VARIANT[:REPS]]...]
+    sections: hot python dedup ksmd ctl capacity
+    variants (python, capacity): def = the kernel's defaults, ss0 = smart_scan 0, adv =
+    scan-time advisor; a variant runs with KSM only (no "nksm" run); none: both, defaults. A variant's measures are named py.ksm_VARIANT.* and cap.ksm_VARIANT.*
 
 Benchmarks that need the series run only when the kernel has it (general_profit exists);
 a benchmark that cannot run makes the exit status non-zero.
@@ -22,6 +25,14 @@ KSMD = {'pages_to_scan': 4000, 'sleep_millisecs': 20}
 CAP_BUDGET_MIB = 384   # memory.max of the capacity cgroup
 CAP_MAX = 24           # capacity is reported as ">= CAP_MAX" beyond this (bounded time)
 SPARSE_GIB = (1, 64, 1024)  # reservations with 64 merged pages: unmerge cost vs size
+STEADY_SCANS = 6       # full scans after convergence: ksmd's cost when nothing changes
+ADV_TARGET_S = 5       # advisor_target_scan_time of the adv variant (virtual seconds)
+VARIANTS = {           # knobs of each variant; None: the kernel's defaults
+    None: {},
+    'def': {},
+    'ss0': {'smart_scan': 0},
+    'adv': {'advisor_target_scan_time': ADV_TARGET_S},
+}
 
 
 def out(name, value):
@@ -34,6 +45,46 @@ def ksm(name, value=None):
             return int(f.read())
     with open(KSM + name, 'w') as f:
         f.write('%d\n' % value)
+
+
+def ksm_opt(name):
+    """A counter or knob of /sys/kernel/mm/ksm, None when the kernel lacks it."""
+    try:
+        return ksm(name)
+    except FileNotFoundError:
+        return None
+
+
+def ksm_str(name, value):
+    with open(KSM + name, 'w') as f:
+        f.write(value + '\n')
+
+
+def set_variant(variant):
+    """Defaults first (advisor off, smart scan as booted), then the variant's knobs."""
+    if os.path.exists(KSM + 'advisor_mode'):
+        ksm_str('advisor_mode', 'none')
+    for k, v in KSMD.items():
+        ksm(k, v)
+    if os.path.exists(KSM + 'smart_scan'):
+        ksm('smart_scan', 1)
+    for k, v in VARIANTS[variant].items():
+        if not os.path.exists(KSM + k):
+            raise SystemExit('guest.py: variant %s needs %s, which this kernel lacks' % (variant, k))
+        ksm(k, v)
+    if variant == 'adv':
+        ksm_str('advisor_mode', 'scan-time')
+
+
+def counters():
+    """ksmd's CPU seconds and the scan counters, to subtract two readings."""
+    return {'cpu': ksmd_ticks() / os.sysconf('SC_CLK_TCK'), 'full_scans': ksm('full_scans'),
+            'pages_scanned': ksm_opt('pages_scanned'), 'pages_skipped': ksm_opt('pages_skipped'),
+            't': time.monotonic()}
+
+
+def delta(a, b):
+    return {k: (b[k] - a[k] if a[k] is not None and b[k] is not None else None) for k in a}
 
 
 def meminfo():
@@ -80,21 +131,37 @@ def scan(pids):
 
 def converge(max_scans=60):
     """Start ksmd; wait until pages_sharing is unchanged for 2 full scans.
-    Returns (seconds, full scans) until the last change, ksmd CPU seconds."""
-    ticks0, scans0, t0 = ksmd_ticks(), ksm('full_scans'), time.monotonic()
+    Returns (seconds, full scans) until the last change, ksmd CPU seconds, and the
+    counters' changes until convergence was detected."""
+    c0 = counters()
     ksm('run', 1)
-    last, t_last, s_last = -1, 0.0, scans0
+    last, t_last, s_last = -1, 0.0, c0['full_scans']
     while True:
         time.sleep(0.05)
         sharing, scans = ksm('pages_sharing'), ksm('full_scans')
         if sharing != last:
-            last, t_last, s_last = sharing, time.monotonic() - t0, scans
-        elif scans >= s_last + 2 and scans >= scans0 + 3:
+            last, t_last, s_last = sharing, time.monotonic() - c0['t'], scans
+        elif scans >= s_last + 2 and scans >= c0['full_scans'] + 3:
             break
-        if scans > scans0 + max_scans:
+        if scans > c0['full_scans'] + max_scans:
             raise SystemExit('guest.py: merging did not converge in %d full scans' % max_scans)
-    cpu = (ksmd_ticks() - ticks0) / os.sysconf('SC_CLK_TCK')
-    return t_last, s_last - scans0, cpu
+    d = delta(c0, counters())
+    return t_last, s_last - c0['full_scans'], d['cpu'], d
+
+
+def steady(scans=STEADY_SCANS):
+    """ksmd running on a converged workload: (counters' changes over `scans` full scans,
+    the duration of each, virtual s)."""
+    s = ksm('full_scans')
+    while ksm('full_scans') == s:      # from the start of a full scan
+        time.sleep(0.01)
+    c0, times = counters(), []
+    while len(times) < scans:
+        s, t = ksm('full_scans'), time.monotonic()
+        while ksm('full_scans') == s:
+            time.sleep(0.01)
+        times.append(time.monotonic() - t)
+    return delta(c0, counters()), times
 
 
 class Server:
@@ -166,24 +233,40 @@ def bench_hot(reps):
             run([BIN + '/ksmbench', 'hot', 'on', '20000'])
 
 
-def bench_python(reps):
+def bench_python(reps, variant=None):
     ksm('run', 2)
+    modes = ('nksm', 'ksm') if PATCHED else ('nksm',)
+    if variant:
+        modes = ('ksm',)
     for k in range(reps):
-        for mode in ('nksm', 'ksm') if PATCHED else ('nksm',):
+        for mode in modes:
+            set_variant(variant)
             ksm('run', 0)
             s = Server(mode == 'ksm')
             for _ in range(WORKERS):
                 if not s.fork():
                     raise SystemExit('guest.py: a python worker died')
             time.sleep(0.5)
-            p = 'py.%s.' % mode
+            p = 'py.%s%s.' % (mode, '_' + variant if variant else '')
             out(p + 'graph_mib', round(s.graph_kib / 1024, 1))
             out(p + 'pss_mib', round(pss_kib(s.pids) / 1024, 1))
             used = [used_kib()]
             if mode == 'ksm':
                 before, contents = scan(s.pids)
                 dups = before - contents
-                t, scans, cpu = converge()
+                t, scans, cpu, d = converge()
+                for name in ('pages_scanned', 'pages_skipped'):
+                    if d[name] is not None:
+                        out(p + 'converge_' + name, d[name])
+                d, times = steady()
+                out(p + 'steady_ksmd_cpu_ms_per_scan', round(d['cpu'] * 1000 / len(times), 1))
+                out(p + 'steady_scan_s', round(sorted(times)[len(times) // 2], 2))
+                out(p + 'steady_ksmd_cpu_pct', round(d['cpu'] * 100 / sum(times), 1))
+                for name in ('pages_scanned', 'pages_skipped'):
+                    if d[name] is not None:
+                        out(p + 'steady_%s_per_scan' % name, d[name] // len(times))
+                out(p + 'pages_to_scan', ksm('pages_to_scan'))
+                ksm('run', 0)
                 after = scan(s.pids)[0]
                 time.sleep(0.5)
                 out(p + 'pss_after_mib', round(pss_kib(s.pids) / 1024, 1))
@@ -194,10 +277,12 @@ def bench_python(reps):
                 out(p + 'converge_s', round(t, 2))
                 out(p + 'converge_full_scans', scans)
                 out(p + 'ksmd_cpu_s', round(cpu, 2))
-                out('dedup.py.anon_pages', before)
-                out('dedup.py.duplicates', dups)
-                out('dedup.py.saved_pages', before - after)
-                out('dedup.py.efficiency', round((before - after) / dups, 4))
+                out(p + 'saved_pages', before - after)
+                if not variant:
+                    out('dedup.py.anon_pages', before)
+                    out('dedup.py.duplicates', dups)
+                    out('dedup.py.saved_pages', before - after)
+                    out('dedup.py.efficiency', round((before - after) / dups, 4))
             s.stop()
             ksm('run', 2)
             time.sleep(0.5)
@@ -244,7 +329,7 @@ def bench_ctl(reps):
                 run([BIN + '/ksmbench', 'sparse', how, str(gib)])
 
 
-def bench_capacity(reps):
+def bench_capacity(reps, variant=None):
     """Workers that fit in a memory cgroup of CAP_BUDGET_MIB, parent included.
 
     Admission control, as a scheduler does it: one more worker starts while the cgroup's
@@ -257,17 +342,22 @@ def bench_capacity(reps):
     with open(cg + '/cgroup.subtree_control', 'w') as f:
         f.write('+memory\n')
     budget = CAP_BUDGET_MIB << 20
+    modes = ('nksm', 'ksm') if PATCHED else ('nksm',)
+    if variant:
+        modes = ('ksm',)
     for k in range(reps):
-        for mode in ('nksm', 'ksm') if PATCHED else ('nksm',):
-            g = '%s/cap%d%s' % (cg, k, mode)
+        for mode in modes:
+            g = '%s/cap%d%s%s' % (cg, k, mode, variant or '')
+            set_variant(variant)
             os.mkdir(g)
             with open(g + '/memory.max', 'w') as f:
                 f.write('%d\n' % budget)
             ksm('run', 2)
             ksm('run', 0)
-            t = time.monotonic()
+            t, c0 = time.monotonic(), counters()
             s = Server(mode == 'ksm', g)
             n, peak = 0, 0
+            p = 'cap.%s%s.' % (mode, '_' + variant if variant else '')
             while n < CAP_MAX:
                 cur = cg_read(g, 'memory.current')
                 if n and cur + peak > budget:
@@ -279,11 +369,18 @@ def bench_capacity(reps):
                 if mode == 'ksm':
                     converge()
                     ksm('run', 0)
-            out('cap.%s.workers' % mode, n)
-            out('cap.%s.worker_peak_mib' % mode, round(peak / 2**20, 1))
-            out('cap.%s.used_mib' % mode, round(cg_read(g, 'memory.current') / 2**20, 1))
-            out('cap.%s.capped' % mode, int(n >= CAP_MAX))
-            out('cap.%s.time_s' % mode, round(time.monotonic() - t, 1))
+            d = delta(c0, counters())
+            out(p + 'workers', n)
+            out(p + 'worker_peak_mib', round(peak / 2**20, 1))
+            out(p + 'used_mib', round(cg_read(g, 'memory.current') / 2**20, 1))
+            out(p + 'capped', int(n >= CAP_MAX))
+            out(p + 'time_s', round(time.monotonic() - t, 1))
+            if mode == 'ksm':
+                out(p + 'ksmd_cpu_s', round(d['cpu'], 2))
+                out(p + 'full_scans', d['full_scans'])
+                for name in ('pages_scanned', 'pages_skipped'):
+                    if d[name] is not None:
+                        out(p + name, d[name])
             s.stop()
             ksm('run', 2)
             for _ in range(200):      # killed workers may still be exiting
@@ -315,11 +412,17 @@ def main():
     for k, v in KSMD.items():
         ksm(k, v)
         out('param.ksmd_' + k, v)
-    for sec in sections:
+    out('param.smart_scan', ksm_opt('smart_scan'))
+    out('param.adv_target_s', ADV_TARGET_S)
+    for spec in sections:
+        sec, variant, n = (spec.split(':') + ['', ''])[:3]
         t = time.monotonic()
-        globals()['bench_' + sec](reps)
-        out('section.%s_s' % sec, round(time.monotonic() - t, 1))
-        print('guest.py: %s done' % sec, file=sys.stderr, flush=True)
+        if variant:
+            globals()['bench_' + sec](int(n or reps), variant)
+        else:
+            globals()['bench_' + sec](reps)
+        out('section.%s_s' % spec.replace(':', '_'), round(time.monotonic() - t, 1))
+        print('guest.py: %s done' % spec, file=sys.stderr, flush=True)
 
 
 if __name__ == '__main__':

@@ -1,6 +1,6 @@
-"""report.py DIR ICOUNT REPS: read the BENCH lines of DIR/{base,patched,patched-cap}.console
-and DIR/timing, write bench/results.md (tables: median and spread of each measure, ratios
-patched/base) and bench/results.png."""
+"""report.py DIR ICOUNT REPS: read the BENCH lines of DIR/{base,patched,patched-cap,peer,
+peer-cap}.console and DIR/timing, write bench/results.md (tables: median and spread of each
+measure, ratios patched/base and patched/6.12) and bench/results.png."""
 import os
 import platform
 import statistics
@@ -82,13 +82,20 @@ BASE = load(os.path.join(out_dir, 'base.console'))
 PATCHED = load(os.path.join(out_dir, 'patched.console'))
 for k, v in load(os.path.join(out_dir, 'patched-cap.console')).items():
     PATCHED.setdefault(k, []).extend(v)
-B, P = BASE, PATCHED
+PEER = load(os.path.join(out_dir, 'peer.console'))
+for k, v in load(os.path.join(out_dir, 'peer-cap.console')).items():
+    PEER.setdefault(k, []).extend(v)
+B, P, Q = BASE, PATCHED, PEER
 if set(B.get('kernel.patched', [])) != {'0'} or set(P.get('kernel.patched', [])) != {'1'}:
     sys.exit('report.py: the base guest must run a kernel without the series and the patched '
              'guests one with it (kernel.patched: base %s, patched %s)' % (
                  B.get('kernel.patched'), P.get('kernel.patched')))
 for need in ('py.nksm.pss_mib', 'hot.off.mmap_munmap_ns', 'cap.nksm.workers'):
     if need not in B or need not in P:
+        sys.exit('report.py: %s missing from the guest output in %s' % (need, out_dir))
+for d, need in ((P, 'cap.ksm_ss0.workers'), (P, 'py.ksm_adv.steady_scan_s'),
+                (Q, 'cap.ksm_def.workers'), (Q, 'py.ksm.pss_after_mib')):
+    if need not in d:
         sys.exit('report.py: %s missing from the guest output in %s' % (need, out_dir))
 timing = []
 with open(os.path.join(out_dir, 'timing')) as f:
@@ -105,7 +112,7 @@ par = {k[6:]: v[0] for k, v in P.items() if k.startswith('param.')}
 
 L = []
 w = L.append
-w('# Benchmark results: per-process KSM, base vs patched 6.1')
+w('# Benchmark results: per-process KSM, base 6.1 vs patched 6.1 vs 6.12')
 w('')
 w('Command: `make bench` (scripts/bench.sh, BENCH_REPS=%s) at %s, repo %s.' % (
     reps, subprocess.run(['date', '-u', '+%Y-%m-%d %H:%M UTC'], stdout=subprocess.PIPE,
@@ -115,7 +122,7 @@ w('Each cell: median of %s runs ± half the range (min..max) in %% of the median
 w('')
 w('| setting | value |')
 w('| --- | --- |')
-w('| kernels | base = %s without the series (build/bench/base-src), patched = %s (build/bench/src = base + patches/); same fragments `config/base.config config/ksm.config` (tinyconfig + fragments, no debug options) |' % (B['kernel.release'][0], P['kernel.release'][0]))
+w('| kernels | base = %s without the series (build/bench/base-src), patched = %s (build/bench/src = base + patches/), 6.12 = %s (Debian\'s linux-source-6.12, build/bench/peer-src); same fragments `config/base.config config/ksm.config` (tinyconfig + fragments, no debug options) |' % (B['kernel.release'][0], P['kernel.release'][0], Q['kernel.release'][0]))
 w('| QEMU | %s: `-accel tcg -cpu max -smp 1 -m 2G -icount %s`, host root over 9p (scripts/vm.sh) |' % (qemu, icount))
 w('| time | guest CLOCK_MONOTONIC under `-icount shift=0`: 1 ns of virtual time per guest instruction, independent of host load; `sleep=off`: idle time is skipped (ksmd sleeps cost no wall time). `-smp 1` (SMP bring-up hangs under -icount with this QEMU) |')
 w('| host | %s, %d cores (guests run in parallel, one host thread each) |' % (cpu, os.cpu_count()))
@@ -228,16 +235,23 @@ w('')
 w('## 5. Control path')
 w('')
 up, um = med(P, 'ctl.unmerge_256MiB.prctl_ms'), med(P, 'ctl.unmerge_256MiB.madvise_ms')
-w('| measure | base | patched | ratio |')
-w('| --- | --- | --- | --- |')
-w('| prctl(PR_SET_MEMORY_MERGE, 1) on a process with %s VMAs, µs | n/a on base | %s | |' % (
-  '%.0f' % med(P, 'ctl.vmas'), cell(P, 'ctl.enable_10000_vmas_us')))
-w('| disable: prctl(PR_SET_MEMORY_MERGE, 0), 256 MiB merged (%s pages freed by KSM), ms | n/a on base | %s | **prctl/madvise %s** |' % (
-  '%.0f' % med(P, 'ctl.prctl.saved_pages'), cell(P, 'ctl.unmerge_256MiB.prctl_ms', '%.2f'), rcell(ratio(up, um))))
+def vs_peer(name):
+    return 'patched/6.12 %s' % rcell(ratio(med(P, name), med(Q, name)))
+
+
+w('| measure | base | patched | 6.12 | ratio |')
+w('| --- | --- | --- | --- | --- |')
+w('| prctl(PR_SET_MEMORY_MERGE, 1) on a process with %s VMAs, µs | n/a on base | %s | %s | %s |' % (
+  '%.0f' % med(P, 'ctl.vmas'), cell(P, 'ctl.enable_10000_vmas_us'), cell(Q, 'ctl.enable_10000_vmas_us'),
+  vs_peer('ctl.enable_10000_vmas_us')))
+w('| disable: prctl(PR_SET_MEMORY_MERGE, 0), 256 MiB merged (%s pages freed by KSM), ms | n/a on base | %s | %s | **prctl/madvise %s**, %s |' % (
+  '%.0f' % med(P, 'ctl.prctl.saved_pages'), cell(P, 'ctl.unmerge_256MiB.prctl_ms', '%.2f'),
+  cell(Q, 'ctl.unmerge_256MiB.prctl_ms', '%.2f'), rcell(ratio(up, um)), vs_peer('ctl.unmerge_256MiB.prctl_ms')))
 dense = ratio(um, med(B, 'ctl.unmerge_256MiB.madvise_ms'))
-w('| madvise(MADV_UNMERGEABLE) of the same 256 MiB, ms | %s | %s | patched/base **%s** (goal ≤ 1.02: %s) |' % (
+w('| madvise(MADV_UNMERGEABLE) of the same 256 MiB, ms | %s | %s | %s | patched/base **%s** (goal ≤ 1.02: %s), %s |' % (
   cell(B, 'ctl.unmerge_256MiB.madvise_ms', '%.2f'), cell(P, 'ctl.unmerge_256MiB.madvise_ms', '%.2f'),
-  rcell(dense), goal(dense, 1.02)))
+  cell(Q, 'ctl.unmerge_256MiB.madvise_ms', '%.2f'), rcell(dense), goal(dense, 1.02),
+  vs_peer('ctl.unmerge_256MiB.madvise_ms')))
 w('')
 SPARSE = (1, 64, 1024)
 w('Sparse reservations (`ksmbench sparse madvise|prctl GIB`): GIB GiB mapped `MAP_NORESERVE`, '
@@ -247,24 +261,119 @@ w('Sparse reservations (`ksmbench sparse madvise|prctl GIB`): GIB GiB mapped `MA
   'afterwards. Goal: the cost follows the pages present, not the size of the reservation: '
   '1 TiB ≤ 10 ms, 1 TiB / 64 GiB ≤ 1.5 (patched).')
 w('')
-w('| measure | base | patched | ratio |')
-w('| --- | --- | --- | --- |')
+w('| measure | base | patched | 6.12 | ratio |')
+w('| --- | --- | --- | --- | --- |')
 sp = {}
 for gib in SPARSE:
     mk, pk = 'ctl.unmerge_sparse_%dGiB.madvise_ms' % gib, 'ctl.unmerge_sparse_%dGiB.prctl_ms' % gib
     sp[gib] = (med(B, mk), med(P, mk), med(P, pk))
-    w('| madvise(MADV_UNMERGEABLE), %s reservation, ms | %s | %s | patched/base %s |' % (
-      size(gib), cell(B, mk, ms_fmt(B, mk)), cell(P, mk, ms_fmt(P, mk)), rsmall(ratio(sp[gib][1], sp[gib][0]))))
-    w('| prctl(PR_SET_MEMORY_MERGE, 0), %s reservation, ms | n/a on base | %s | prctl/madvise %s |' % (
-      size(gib), cell(P, pk, ms_fmt(P, pk)), rcell(ratio(sp[gib][2], sp[gib][1]))))
+    w('| madvise(MADV_UNMERGEABLE), %s reservation, ms | %s | %s | %s | patched/base %s, %s |' % (
+      size(gib), cell(B, mk, ms_fmt(B, mk)), cell(P, mk, ms_fmt(P, mk)), cell(Q, mk, ms_fmt(Q, mk)),
+      rsmall(ratio(sp[gib][1], sp[gib][0])), vs_peer(mk)))
+    w('| prctl(PR_SET_MEMORY_MERGE, 0), %s reservation, ms | n/a on base | %s | %s | prctl/madvise %s, %s |' % (
+      size(gib), cell(P, pk, ms_fmt(P, pk)), cell(Q, pk, ms_fmt(Q, pk)), rcell(ratio(sp[gib][2], sp[gib][1])),
+      vs_peer(pk)))
 big, mid = sp[SPARSE[-1]], sp[SPARSE[-2]]
 growth = [ratio(big[i], mid[i]) for i in range(3)]   # madvise base, madvise patched, prctl patched
-w('| %s / %s, madvise | %s | **%s** | goal ≤ 1.5 (patched): %s |' % (
+w('| %s / %s, madvise | %s | **%s** | | goal ≤ 1.5 (patched): %s |' % (
   size(SPARSE[-1]), size(SPARSE[-2]), rcell(growth[0], '%.2f'), rcell(growth[1], '%.2f'), goal(growth[1], 1.5)))
-w('| %s / %s, prctl | n/a on base | **%s** | goal ≤ 1.5 (patched): %s |' % (
+w('| %s / %s, prctl | n/a on base | **%s** | | goal ≤ 1.5 (patched): %s |' % (
   size(SPARSE[-1]), size(SPARSE[-2]), rcell(growth[2], '%.2f'), goal(growth[2], 1.5)))
-w('| %s, madvise and prctl, ms | | **%s**, **%s** | goal ≤ 10 ms (patched): %s, %s |' % (
+w('| %s, madvise and prctl, ms | | **%s**, **%s** | | goal ≤ 10 ms (patched): %s, %s |' % (
   size(SPARSE[-1]), rcell(big[1], '%.3f'), rcell(big[2], '%.3f'), goal(big[1], 10), goal(big[2], 10)))
+w('')
+
+# 6. ksmd's cost
+adv_t = float(par['adv_target_s'])
+w('## 6. What ksmd costs: smart scan and the scan-time advisor, patched 6.1 vs 6.12')
+w('')
+w('The workloads of section 1 with KSM, on the patched kernel with `smart_scan` 0 and 1 (its '
+  'default), on 6.12 with its defaults (smart scan on), and on both with the advisor '
+  '(`advisor_mode` scan-time, `advisor_target_scan_time` %.0f s of virtual time, other advisor '
+  'knobs at their defaults: it starts from `advisor_min_pages_to_scan` 500 instead of the %s '
+  'pages_to_scan of the other columns). Variants other than the defaults ran once (1 run); '
+  'CPU: ksmd\'s utime + stime. "After convergence": %s more full scans of the merged '
+  'workload, what ksmd costs while nothing changes.' % (adv_t, par['ksmd_pages_to_scan'], 'six'))
+w('')
+COLS = [('patched, smart_scan 0', P, 'ksm_ss0'), ('patched (smart_scan 1)', P, 'ksm'),
+        ('6.12', Q, 'ksm'), ('patched, advisor', P, 'ksm_adv'), ('6.12, advisor', Q, 'ksm_adv')]
+w('Python workers (section 1):')
+w('')
+w('| measure | ' + ' | '.join(c[0] for c in COLS) + ' |')
+w('|' + ' --- |' * (len(COLS) + 1))
+for key, label, fmt in (
+        ('converge_full_scans', 'full scans until merging converges', '%.0f'),
+        ('converge_pages_scanned', 'pages scanned until it converges', '%.0f'),
+        ('converge_pages_skipped', 'pages skipped until it converges', '%.0f'),
+        ('ksmd_cpu_s', 'ksmd CPU until it converges (s)', '%.2f'),
+        ('converge_s', 'time until it converges (s)', '%.2f'),
+        ('saved_pages', 'memory saved (pages freed)', '%.0f'),
+        ('steady_ksmd_cpu_ms_per_scan', 'after convergence: ksmd CPU per full scan (ms)', '%.1f'),
+        ('steady_pages_scanned_per_scan', 'after convergence: pages scanned per full scan', '%.0f'),
+        ('steady_pages_skipped_per_scan', 'after convergence: pages skipped per full scan', '%.0f'),
+        ('steady_scan_s', 'after convergence: time of a full scan (s, median)', '%.2f'),
+        ('steady_ksmd_cpu_pct', 'after convergence: ksmd CPU (% of one CPU)', '%.1f'),
+        ('pages_to_scan', 'pages_to_scan at the end', '%.0f')):
+    w('| %s | %s |' % (label, ' | '.join(cell(d, 'py.%s.%s' % (v, key), fmt) for _, d, v in COLS)))
+w('')
+CAPCOLS = [('patched, smart_scan 0', P, 'ksm_ss0'), ('patched (smart_scan 1)', P, 'ksm'),
+           ('6.12', Q, 'ksm_def'), ('patched, advisor', P, 'ksm_adv'), ('6.12, advisor', Q, 'ksm_adv')]
+w('Capacity run (section 1: workers admitted one by one, ksmd converging after each):')
+w('')
+w('| measure | ' + ' | '.join(c[0] for c in CAPCOLS) + ' |')
+w('|' + ' --- |' * (len(CAPCOLS) + 1))
+for key, label, fmt in (('workers', 'workers that fit', '%.0f'),
+                        ('ksmd_cpu_s', 'ksmd CPU over the run (s)', '%.2f'),
+                        ('full_scans', 'full scans', '%.0f'),
+                        ('pages_scanned', 'pages scanned', '%.0f'),
+                        ('pages_skipped', 'pages skipped', '%.0f'),
+                        ('used_mib', 'memory.current at the end (MiB)', '%.1f'),
+                        ('time_s', 'time of the run (s)', '%.1f')):
+    w('| %s | %s |' % (label, ' | '.join(cell(d, 'cap.%s.%s' % (v, key), fmt) for _, d, v in CAPCOLS)))
+w('')
+
+
+def cap(d, v, key):
+    return med(d, 'cap.%s.%s' % (v, key))
+
+
+def py(d, v, key):
+    return med(d, 'py.%s.%s' % (v, key))
+
+
+ss_cpu = ratio(cap(P, 'ksm', 'ksmd_cpu_s'), cap(P, 'ksm_ss0', 'ksmd_cpu_s'))
+ss_mem = ratio(cap(P, 'ksm', 'workers'), cap(P, 'ksm_ss0', 'workers'))
+ss_py_cpu = ratio(py(P, 'ksm', 'steady_ksmd_cpu_ms_per_scan'), py(P, 'ksm_ss0', 'steady_ksmd_cpu_ms_per_scan'))
+ss_py_mem = ratio(py(P, 'ksm', 'saved_pages'), py(P, 'ksm_ss0', 'saved_pages'))
+pq_cpu = ratio(cap(P, 'ksm', 'ksmd_cpu_s'), cap(Q, 'ksm_def', 'ksmd_cpu_s'))
+pq_mem = ratio(cap(P, 'ksm', 'workers'), cap(Q, 'ksm_def', 'workers'))
+pq_py_cpu = ratio(py(P, 'ksm', 'ksmd_cpu_s'), py(Q, 'ksm', 'ksmd_cpu_s'))
+pq_py_mem = ratio(py(P, 'ksm', 'saved_pages'), py(Q, 'ksm', 'saved_pages'))
+adv = {n: (py(d, 'ksm_adv', 'steady_scan_s'), py(d, 'ksm_adv', 'steady_ksmd_cpu_pct'))
+       for n, d in (('patched', P), ('6.12', Q))}
+
+
+def within(x, target, tol):
+    return 'n/a' if x is None else ('met' if abs(x - target) <= tol * target else '**NOT met**')
+
+
+def atleast(x, limit):
+    return 'n/a' if x is None else ('met' if x >= limit else '**NOT met**')
+
+
+w('| goal | measured | |')
+w('| --- | --- | --- |')
+w('| smart scan: ksmd CPU ≤ 0.75 × smart_scan 0 (capacity run) | %s | %s |' % (rcell(ss_cpu), goal(ss_cpu, 0.75)))
+w('| ... with ≥ 98%% of its memory saved (workers that fit, ratio) | %s | %s |' % (rcell(ss_mem), atleast(ss_mem, 0.98)))
+w('| smart scan, python after convergence: ksmd CPU per full scan, ratio to smart_scan 0 | %s | %s |' % (rcell(ss_py_cpu), goal(ss_py_cpu, 0.75)))
+w('| ... memory saved, ratio to smart_scan 0 | %s | %s |' % (rcell(ss_py_mem), atleast(ss_py_mem, 0.98)))
+w('| patched ≤ 6.12 on ksmd CPU (capacity run), patched/6.12 | %s | %s |' % (rcell(pq_cpu), goal(pq_cpu, 1.0)))
+w('| ... at ≥ 6.12\'s saving (workers that fit, patched/6.12) | %s | %s |' % (rcell(pq_mem), atleast(pq_mem, 1.0)))
+w('| patched ≤ 6.12 on ksmd CPU until the python workload converges, patched/6.12 | %s | %s |' % (rcell(pq_py_cpu), goal(pq_py_cpu, 1.0)))
+w('| ... at ≥ 6.12\'s saving (pages freed, patched/6.12) | %s | %s |' % (rcell(pq_py_mem), atleast(pq_py_mem, 1.0)))
+for n, (t, c) in adv.items():
+    w('| advisor (%s): full scan within ±20%% of %.0f s | %s s | %s |' % (n, adv_t, rcell(t, '%.2f'), within(t, adv_t, 0.2)))
+    w('| advisor (%s): ksmd CPU ≤ advisor_max_cpu (70%%) | %s%% | %s |' % (n, rcell(c, '%.1f'), goal(c, 70)))
 w('')
 
 # pipeline
@@ -279,7 +388,9 @@ w('Virtual seconds per section (one guest, all repetitions): ' + ', '.join(
     '%s %s' % (k[8:-2], '/'.join('%.0f' % float(x) for x in v)) for k, v in sorted(P.items())
     if k.startswith('section.')) + ' (patched); ' + ', '.join(
     '%s %s' % (k[8:-2], '/'.join('%.0f' % float(x) for x in v)) for k, v in sorted(B.items())
-    if k.startswith('section.')) + ' (base).')
+    if k.startswith('section.')) + ' (base); ' + ', '.join(
+    '%s %s' % (k[8:-2], '/'.join('%.0f' % float(x) for x in v)) for k, v in sorted(Q.items())
+    if k.startswith('section.')) + ' (6.12).')
 w('')
 
 # key figures
@@ -298,6 +409,13 @@ w('- hot paths, feature off, patched/base: %.4f .. %.4f (goal ≤ 1.01); feature
 w('- ksmd merge time prctl/madvise: %.4f (goal 1)' % ratio(prc_p, mad_p))
 w('- control path: enable on %.0f VMAs %.0f µs; unmerge 256 MiB prctl %.1f ms vs madvise %.1f ms (ratio %.3f)' % (
   med(P, 'ctl.vmas'), med(P, 'ctl.enable_10000_vmas_us'), up, um, up / um))
+w('- smart scan, capacity run: ksmd CPU smart_scan 1 / 0 = %s (goal ≤ 0.75), workers %s; python after convergence: CPU per scan %s, memory %s' % (
+  rcell(ss_cpu), rcell(ss_mem), rcell(ss_py_cpu), rcell(ss_py_mem)))
+w('- patched vs 6.12: capacity ksmd CPU %s, workers %s; python ksmd CPU until converged %s, memory %s (goal: CPU ≤ 1 at saving ≥ 1)' % (
+  rcell(pq_cpu), rcell(pq_mem), rcell(pq_py_cpu), rcell(pq_py_mem)))
+w('- advisor, target %.0f s: full scan %s s patched, %s s 6.12; ksmd CPU %s%% patched, %s%% 6.12 (goals: ±20%%, ≤ 70%%)' % (
+  adv_t, rcell(adv['patched'][0], '%.2f'), rcell(adv['6.12'][0], '%.2f'), rcell(adv['patched'][1], '%.1f'),
+  rcell(adv['6.12'][1], '%.1f')))
 w('- unmerge of a %s reservation with 64 merged pages: madvise %s ms on base, %s ms patched, prctl %s ms '
   '(goal ≤ 10 ms); %s / %s patched: madvise %s, prctl %s (goal ≤ 1.5); dense 256 MiB patched/base %s '
   '(goal ≤ 1.02)' % (size(SPARSE[-1]), rcell(big[0], '%.1f'), rcell(big[1], '%.3f'), rcell(big[2], '%.3f'),
@@ -326,7 +444,7 @@ if a >= 0 and b > a:
         f.write(readme)
 
 # plot
-fig, ax = plt.subplots(2, 2, figsize=(12, 8))
+fig, ax = plt.subplots(2, 3, figsize=(18, 8))
 a = ax[0][0]
 x = range(len(hot))
 for off, label, key in ((-0.2, 'feature off', 'off'), (0.2, 'feature on', 'on')):
@@ -369,6 +487,22 @@ a.set_xticklabels(names)
 a.set_ylabel('s (virtual)')
 a.set_title('3+5. prctl vs madvise (patched)')
 a.legend(fontsize=8)
+a = ax[0][2]
+vals = [cap(d, v, 'ksmd_cpu_s') or 0 for _, d, v in CAPCOLS]
+a.bar(range(len(CAPCOLS)), vals, color=['gray', 'tab:green', 'tab:blue', 'tab:olive', 'tab:cyan'])
+for i, (c, (_, d, v)) in enumerate(zip(vals, CAPCOLS)):
+    a.text(i, c, '%.0f s\n%.0f w' % (c, cap(d, v, 'workers') or 0), ha='center', va='bottom', fontsize=8)
+a.set_xticks(range(len(CAPCOLS)))
+a.set_xticklabels([c[0].replace(', ', '\n').replace(' (', '\n(') for c in CAPCOLS], fontsize=8)
+a.set_ylabel('ksmd CPU, s (virtual)')
+a.set_title('6. capacity run: ksmd CPU (and workers that fit)')
+a = ax[1][2]
+vals = [py(d, v, 'steady_ksmd_cpu_ms_per_scan') or 0 for _, d, v in COLS]
+a.bar(range(len(COLS)), vals, color=['gray', 'tab:green', 'tab:blue', 'tab:olive', 'tab:cyan'])
+a.set_xticks(range(len(COLS)))
+a.set_xticklabels([c[0].replace(', ', '\n').replace(' (', '\n(') for c in COLS], fontsize=8)
+a.set_ylabel('ms per full scan (virtual)')
+a.set_title('6. python, after convergence: ksmd CPU per full scan')
 fig.suptitle('per-process KSM on 6.1: `make bench`, %s runs each, QEMU TCG -icount %s' % (reps, icount))
 fig.tight_layout()
 fig.savefig('bench/results.png', dpi=80)

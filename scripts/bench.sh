@@ -1,7 +1,8 @@
 #!/bin/sh
-# bench.sh (make bench): build the base kernel (no series) and the patched kernel from the
-# same config fragments, run bench/guest.py on both under QEMU -icount (virtual time),
-# then write bench/results.md and bench/results.png with bench/report.py.
+# bench.sh (make bench): build the base kernel (no series), the patched kernel and the
+# peer (Debian's linux-source-6.12) from the same config fragments, run bench/guest.py on
+# the three under QEMU -icount (virtual time), then write bench/results.md and
+# bench/results.png with bench/report.py.
 # BENCH_REPS (3) repetitions of each benchmark; BENCH_ICOUNT (shift=0,sleep=off).
 set -eu
 reps=${BENCH_REPS:-3}
@@ -14,13 +15,16 @@ lap() { now=$(date +%s); echo "$1 $((now - t))" >> $out/timing; t=$now; }
 sh scripts/bench-src.sh; lap "trees: base + patches/, pristine base"
 sh scripts/build-kernel.sh $out/src $out/out/run $frags; lap "build the patched kernel"
 sh scripts/build-kernel.sh $out/base-src $out/out/base-run $frags; lap "build the base kernel"
+sh scripts/peer-src.sh; lap "tree: linux-source-6.12"
+sh scripts/build-kernel.sh $out/peer-src $out/out/peer-run $frags; lap "build the 6.12 kernel"
 gcc -Wall -O2 -o $out/ksmbench bench/ksmbench.c
 gcc -Wall -O2 -I$out/src -I$out/src/tools/testing/selftests -o $out/ksm_tests \
 	$out/src/tools/testing/selftests/vm/ksm_tests.c -lrt -lpthread -lnuma
 lap "build ksmbench and ksm_tests"
 
-# One QEMU per guest: under -icount QEMU runs a guest on one host thread, so the base
-# guest and two patched guests (capacity apart: the longest) share the 2 cores.
+# One QEMU per guest: under -icount QEMU runs a guest on one host thread, so the guests
+# share the 2 cores; capacity, the longest, runs apart. Variants (smart_scan 0, advisor)
+# run once each: they are compared with the kernel's defaults, which run $reps times.
 boot() {
 	name=$1 kernel=$out/out/$2/arch/x86/boot/bzImage; shift 2
 	VM_MEM=2G VM_TIMEOUT=${BENCH_TIMEOUT:-2400} VM_QUIET=1 VM_LOG=$out/$name.console \
@@ -28,14 +32,18 @@ boot() {
 		sh scripts/vm.sh "python3 bench/guest.py $reps $*" > $out/$name.vm 2>&1
 	echo "guest $name $(sed -n 's/^vm.sh: guest ran \([0-9]*\)s.*/\1/p' $out/$name.vm)" >> $out/timing
 }
-echo "bench.sh: running the benchmarks in 3 guests ($reps repetitions each; logs in $out/)"
+echo "bench.sh: running the benchmarks in 5 guests ($reps repetitions each; logs in $out/)"
 boot base base-run & b=$!
-boot patched run hot python dedup ksmd ctl & p=$!
-boot patched-cap run capacity & c=$!
+boot patched run hot python dedup ksmd ctl python:ss0:1 python:adv:1 & p=$!
+boot patched-cap run capacity capacity:ss0:1 capacity:adv:1 & c=$!
+boot peer peer-run hot python dedup ksmd ctl python:adv:1 & q=$!
+boot peer-cap peer-run capacity:def:1 capacity:adv:1 & r=$!
 fail=
 wait $b || fail="$fail base"
 wait $p || fail="$fail patched"
 wait $c || fail="$fail patched-cap"
+wait $q || fail="$fail peer"
+wait $r || fail="$fail peer-cap"
 lap "benchmarks (guests in parallel)"
 if [ -n "$fail" ]; then
 	for g in $fail; do

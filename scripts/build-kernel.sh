@@ -13,6 +13,15 @@ start=$(date +%s)
 	{ echo "build-kernel.sh: $out was built from another tree; cleaning it"; rm -rf "$out"; mkdir -p "$out"; }
 (cd "$src" && pwd -P) > "$out/.harness-src"
 echo "build-kernel.sh: $src -> $out ($*)"
+# The .config follows from the fragments, the tree's Kconfig files and tinyconfig's own
+# fragments: when none of them changed, keep it, so that an unchanged tree builds nothing
+# (a rewritten .config makes make re-sync the config and relink: ~1 min of each bisect step).
+key=$( { cat "$@"; echo "${ARCH:-x86_64}"; cd "$src" && find . \( -name 'Kconfig*' -o -path '*/configs/tiny*.config' \) \
+	-not -path './.git/*' -print | LC_ALL=C sort | xargs cat; } | sha256sum)
+if [ -f "$out/.config" ] && [ "$(cat "$out/.harness-config" 2>/dev/null)" = "$key" ]; then
+	echo "build-kernel.sh: fragments and Kconfig unchanged: keeping $out/.config"
+else
+rm -f "$out/.harness-config"
 mk tinyconfig >/dev/null
 "$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "$@" >/dev/null
 mk olddefconfig >/dev/null
@@ -27,5 +36,7 @@ awk '/^CONFIG_[A-Za-z0-9_]+=/{o=$0; sub(/=.*/,"",o); want[o]=$0}
 		echo "build-kernel.sh: fix its dependencies in config/*.config" >&2; exit 1
 	fi
 done
+echo "$key" > "$out/.harness-config"
+fi
 mk ${BUILD_TARGET:-bzImage}
 echo "build-kernel.sh: built $out in $(( $(date +%s) - start ))s ($(sed -n 's/^# Linux.* \([0-9.]*\) Kernel Configuration/\1/p' "$out/.config"))"
