@@ -27,7 +27,8 @@ lap "build ksmbench and ksm_tests"
 # run once each: they are compared with the kernel's defaults, which run $reps times.
 boot() {
 	name=$1 kernel=$out/out/$2/arch/x86/boot/bzImage; shift 2
-	VM_MEM=2G VM_TIMEOUT=${BENCH_TIMEOUT:-2400} VM_QUIET=1 VM_LOG=$out/$name.console \
+	pci_acpi=; case $name in peer*) pci_acpi=1;; esac
+	VM_MEM=2G VM_TIMEOUT=${BENCH_TIMEOUT:-2400} VM_QUIET=1 VM_LOG=$out/$name.console VM_PCI_ACPI=$pci_acpi \
 	VM_QEMU_OPTS="-icount $icount -smp 1" KERNEL=$kernel \
 		sh scripts/vm.sh "python3 bench/guest.py $reps $*" > $out/$name.vm 2>&1
 	echo "guest $name $(sed -n 's/^vm.sh: guest ran \([0-9]*\)s.*/\1/p' $out/$name.vm)" >> $out/timing

@@ -17,7 +17,10 @@ accel=${VM_ACCEL:-tcg}
 # pci=noacpi: PCI interrupts routed by the PIIX router, not by ACPI _PRT methods, which the
 # KASAN+kmemleak kernel ran for 30-40 s each until ACPICA's loop timeout left the virtio
 # devices without an interrupt (and the 9p root mount waiting forever).
-tcg_slack="watchdog_thresh=60 rcupdate.rcu_cpu_stall_timeout=120 pci=noacpi"
+# VM_PCI_ACPI=1 keeps ACPI PCI routing: 6.12 with pci=noacpi cannot claim the BARs inside
+# the ACPI host bridge window, and without its virtio devices has no root.
+tcg_slack="watchdog_thresh=60 rcupdate.rcu_cpu_stall_timeout=120"
+[ "${VM_PCI_ACPI:-}" ] || tcg_slack="$tcg_slack pci=noacpi"
 [ "$accel" = auto ] && accel=$(sh scripts/kvm-probe.sh "$kernel")
 echo "vm.sh: booting $kernel (accel $accel, timeout ${VM_TIMEOUT:-600}s), console log: $log"
 start=$(date +%s); rc=0
@@ -26,7 +29,7 @@ timeout -k 10 "${VM_TIMEOUT:-600}" qemu-system-x86_64 -accel "$accel" -cpu ${VM_
 	-kernel "$kernel" -device virtio-rng-pci \
 	-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap \
 	-device virtio-9p-pci,fsdev=root,mount_tag=root ${VM_QEMU_OPTS:-} \
-	-append "console=ttyS0 panic=-1 printk.time=1 root=/dev/root rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro init=$repo/scripts/guest-init.sh harness_dir=$repo harness_cmd=$cmdfile $tcg_slack ${VM_APPEND:-}" \
+	-append "console=ttyS0 panic=-1 printk.time=1 root=root rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro init=$repo/scripts/guest-init.sh harness_dir=$repo harness_cmd=$cmdfile $tcg_slack ${VM_APPEND:-}" \
 	|| rc=$?
 rm -f "$cmdfile"
 [ "$rc" = 124 ] && echo "vm.sh: guest timed out after ${VM_TIMEOUT:-600}s (VM_TIMEOUT= to change); see $log" >&2
