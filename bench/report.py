@@ -297,40 +297,42 @@ w('The workloads of section 1 with KSM, on the patched kernel with `smart_scan` 
 w('')
 COLS = [('patched, smart_scan 0', P, 'ksm_ss0'), ('patched (smart_scan 1)', P, 'ksm'),
         ('6.12', Q, 'ksm'), ('patched, advisor', P, 'ksm_adv'), ('6.12, advisor', Q, 'ksm_adv')]
-w('Python workers (section 1):')
-w('')
-w('| measure | ' + ' | '.join(c[0] for c in COLS) + ' |')
-w('|' + ' --- |' * (len(COLS) + 1))
-for key, label, fmt in (
-        ('converge_full_scans', 'full scans until merging converges', '%.0f'),
-        ('converge_pages_scanned', 'pages scanned until it converges', '%.0f'),
-        ('converge_pages_skipped', 'pages skipped until it converges', '%.0f'),
-        ('ksmd_cpu_s', 'ksmd CPU until it converges (s)', '%.2f'),
-        ('converge_s', 'time until it converges (s)', '%.2f'),
-        ('saved_pages', 'memory saved (pages freed)', '%.0f'),
-        ('steady_ksmd_cpu_ms_per_scan', 'after convergence: ksmd CPU per full scan (ms)', '%.1f'),
-        ('steady_pages_scanned_per_scan', 'after convergence: pages scanned per full scan', '%.0f'),
-        ('steady_pages_skipped_per_scan', 'after convergence: pages skipped per full scan', '%.0f'),
-        ('steady_scan_s', 'after convergence: time of a full scan (s, median)', '%.2f'),
-        ('steady_ksmd_cpu_pct', 'after convergence: ksmd CPU (% of one CPU)', '%.1f'),
-        ('pages_to_scan', 'pages_to_scan at the end', '%.0f')):
-    w('| %s | %s |' % (label, ' | '.join(cell(d, 'py.%s.%s' % (v, key), fmt) for _, d, v in COLS)))
-w('')
+def variant_table(title, prefix, cols, rows):
+    """One row per (key, label, format), one column per (label, guest data, variant)."""
+    w(title)
+    w('')
+    w('| measure | ' + ' | '.join(c[0] for c in cols) + ' |')
+    w('|' + ' --- |' * (len(cols) + 1))
+    for key, label, fmt in rows:
+        w('| %s | %s |' % (label, ' | '.join(cell(d, '%s.%s.%s' % (prefix, v, key), fmt)
+                                           for _, d, v in cols)))
+    w('')
+
+
+variant_table('Python workers (section 1):', 'py', COLS, (
+    ('converge_full_scans', 'full scans until merging converges', '%.0f'),
+    ('converge_pages_scanned', 'pages scanned until it converges', '%.0f'),
+    ('converge_pages_skipped', 'pages skipped until it converges', '%.0f'),
+    ('ksmd_cpu_s', 'ksmd CPU until it converges (s)', '%.2f'),
+    ('converge_s', 'time until it converges (s)', '%.2f'),
+    ('saved_pages', 'memory saved (pages freed)', '%.0f'),
+    ('steady_ksmd_cpu_ms_per_scan', 'after convergence: ksmd CPU per full scan (ms)', '%.1f'),
+    ('steady_pages_scanned_per_scan', 'after convergence: pages scanned per full scan', '%.0f'),
+    ('steady_pages_skipped_per_scan', 'after convergence: pages skipped per full scan', '%.0f'),
+    ('steady_scan_s', 'after convergence: time of a full scan (s, median)', '%.2f'),
+    ('steady_ksmd_cpu_pct', 'after convergence: ksmd CPU (% of one CPU)', '%.1f'),
+    ('pages_to_scan', 'pages_to_scan at the end', '%.0f')))
 CAPCOLS = [('patched, smart_scan 0', P, 'ksm_ss0'), ('patched (smart_scan 1)', P, 'ksm'),
            ('6.12', Q, 'ksm_def'), ('patched, advisor', P, 'ksm_adv'), ('6.12, advisor', Q, 'ksm_adv')]
-w('Capacity run (section 1: workers admitted one by one, ksmd converging after each):')
-w('')
-w('| measure | ' + ' | '.join(c[0] for c in CAPCOLS) + ' |')
-w('|' + ' --- |' * (len(CAPCOLS) + 1))
-for key, label, fmt in (('workers', 'workers that fit', '%.0f'),
-                        ('ksmd_cpu_s', 'ksmd CPU over the run (s)', '%.2f'),
-                        ('full_scans', 'full scans', '%.0f'),
-                        ('pages_scanned', 'pages scanned', '%.0f'),
-                        ('pages_skipped', 'pages skipped', '%.0f'),
-                        ('used_mib', 'memory.current at the end (MiB)', '%.1f'),
-                        ('time_s', 'time of the run (s)', '%.1f')):
-    w('| %s | %s |' % (label, ' | '.join(cell(d, 'cap.%s.%s' % (v, key), fmt) for _, d, v in CAPCOLS)))
-w('')
+variant_table('Capacity run (section 1: workers admitted one by one, ksmd converging after each):',
+              'cap', CAPCOLS, (
+                  ('workers', 'workers that fit', '%.0f'),
+                  ('ksmd_cpu_s', 'ksmd CPU over the run (s)', '%.2f'),
+                  ('full_scans', 'full scans', '%.0f'),
+                  ('pages_scanned', 'pages scanned', '%.0f'),
+                  ('pages_skipped', 'pages skipped', '%.0f'),
+                  ('used_mib', 'memory.current at the end (MiB)', '%.1f'),
+                  ('time_s', 'time of the run (s)', '%.1f')))
 
 
 def cap(d, v, key):
