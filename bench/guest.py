@@ -3,7 +3,9 @@
     python3 bench/guest.py REPS [SECTION[:VARIANT[:REPS]]...]
     sections: hot python dedup ksmd ctl capacity
     variants (python, capacity): def = the kernel's defaults, ss0 = smart_scan 0, adv =
-    scan-time advisor; a variant runs with KSM only (no "nksm" run); none: both, defaults. A variant's measures are named py.ksm_VARIANT.* and cap.ksm_VARIANT.*
+    scan-time advisor, adv0 = the advisor with smart_scan 0; a variant runs with KSM only
+    (no "nksm" run); none: both, defaults. A variant's measures are named py.ksm_VARIANT.*
+    and cap.ksm_VARIANT.*
 
 Benchmarks that need the series run only when the kernel has it (general_profit exists);
 a benchmark that cannot run makes the exit status non-zero.
@@ -17,6 +19,7 @@ import time
 KSM = '/sys/kernel/mm/ksm/'
 BIN = os.environ.get('BENCH_BIN', 'build/bench')
 PATCHED = os.path.exists(KSM + 'general_profit')
+SERIES = PATCHED and os.uname().release.startswith('6.1.')   # this series, not a peer
 PAGE = os.sysconf('SC_PAGE_SIZE')
 RECORDS = 60000        # python object graph: 64+ MiB (checked)
 WORKERS = 4            # python workers for the memory figures
@@ -26,12 +29,16 @@ CAP_BUDGET_MIB = 384   # memory.max of the capacity cgroup
 CAP_MAX = 24           # capacity is reported as ">= CAP_MAX" beyond this (bounded time)
 SPARSE_GIB = (1, 64, 1024)  # reservations with 64 merged pages: unmerge cost vs size
 STEADY_SCANS = 6       # full scans after convergence: ksmd's cost when nothing changes
-ADV_TARGET_S = 5       # advisor_target_scan_time of the adv variant (virtual seconds)
+ADV_TARGET_S = 5       # advisor_target_scan_time of the adv variants (virtual seconds)
+ADV_SETTLE_MAX = 30    # full scans the advisor may take to settle before "after convergence"
 VARIANTS = {           # knobs of each variant; None: the kernel's defaults
     None: {},
     'def': {},
     'ss0': {'smart_scan': 0},
     'adv': {'advisor_target_scan_time': ADV_TARGET_S},
+    # smart scan off: a full scan costs the same every time, so the advisor has a fixed
+    # target to reach (with smart scan the cost falls as pages age, see settle())
+    'adv0': {'smart_scan': 0, 'advisor_target_scan_time': ADV_TARGET_S},
 }
 
 
@@ -72,7 +79,7 @@ def set_variant(variant):
         if not os.path.exists(KSM + k):
             raise SystemExit('guest.py: variant %s needs %s, which this kernel lacks' % (variant, k))
         ksm(k, v)
-    if variant == 'adv':
+    if 'advisor_target_scan_time' in VARIANTS[variant]:
         ksm_str('advisor_mode', 'scan-time')
 
 
@@ -149,17 +156,33 @@ def converge(max_scans=60):
     return t_last, s_last - c0['full_scans'], d['cpu'], d
 
 
+def next_scan():
+    """Wait for the next full scan to end."""
+    s = ksm('full_scans')
+    while ksm('full_scans') == s:
+        time.sleep(0.01)
+
+
+def settle(max_scans=ADV_SETTLE_MAX):
+    """Full scans until the advisor left pages_to_scan unchanged for 3 scans in a row (at
+    most max_scans); returns their number."""
+    last, same, n = ksm('pages_to_scan'), 0, 0
+    while same < 3 and n < max_scans:
+        next_scan()
+        n += 1
+        cur = ksm('pages_to_scan')
+        same, last = (same + 1 if cur == last else 0), cur
+    return n
+
+
 def steady(scans=STEADY_SCANS):
     """ksmd running on a converged workload: (counters' changes over `scans` full scans,
     the duration of each, virtual s)."""
-    s = ksm('full_scans')
-    while ksm('full_scans') == s:      # from the start of a full scan
-        time.sleep(0.01)
+    next_scan()                         # from the start of a full scan
     c0, times = counters(), []
     while len(times) < scans:
-        s, t = ksm('full_scans'), time.monotonic()
-        while ksm('full_scans') == s:
-            time.sleep(0.01)
+        t = time.monotonic()
+        next_scan()
         times.append(time.monotonic() - t)
     return delta(c0, counters()), times
 
@@ -258,6 +281,8 @@ def bench_python(reps, variant=None):
                 for name in ('pages_scanned', 'pages_skipped'):
                     if d[name] is not None:
                         out(p + 'converge_' + name, d[name])
+                if variant and variant.startswith('adv'):
+                    out(p + 'settle_scans', settle())
                 d, times = steady()
                 out(p + 'steady_ksmd_cpu_ms_per_scan', round(d['cpu'] * 1000 / len(times), 1))
                 out(p + 'steady_scan_s', round(sorted(times)[len(times) // 2], 2))
@@ -318,13 +343,16 @@ def bench_ksmd(reps):
 
 
 def bench_ctl(reps):
-    for _ in range(reps):
+    for k in range(reps):
         if PATCHED:
             run([BIN + '/ksmbench', 'enable', '10000'])
             run([BIN + '/ksmbench', 'unmerge', 'prctl', '256'])
         run([BIN + '/ksmbench', 'unmerge', 'madvise', '256'])
-        # base: MADV_UNMERGEABLE of 1 TiB visits every address, about a minute per run
+        # base and 6.12: unmerging 1 TiB visits every address, about a minute per run:
+        # once is enough there
         for gib in SPARSE_GIB:
+            if gib >= 1024 and k and not SERIES:
+                continue
             for how in ('madvise', 'prctl') if PATCHED else ('madvise',):
                 run([BIN + '/ksmbench', 'sparse', how, str(gib)])
 
@@ -414,6 +442,7 @@ def main():
         out('param.ksmd_' + k, v)
     out('param.smart_scan', ksm_opt('smart_scan'))
     out('param.adv_target_s', ADV_TARGET_S)
+    out('param.adv_settle_max', ADV_SETTLE_MAX)
     for spec in sections:
         sec, variant, n = (spec.split(':') + ['', ''])[:3]
         t = time.monotonic()

@@ -118,14 +118,17 @@ static int cmp_long(const void *a, const void *b)
 
 /*
  * Physical pages saved among the npg pages at p, p + stride pages, p + 2 * stride pages...
- * (stride 1: the range [p, p + npg pages)): pages mapped to a KSM page (kpageflags bit 21)
- * minus the distinct KSM pages they map. Exact for these pages, whatever else the process
- * (stack, libc data: all mergeable after prctl) merged.
+ * (stride 1: the range [p, p + npg pages)): pages mapped to a KSM page that another of these
+ * pages maps too, minus the distinct KSM pages they map; *mapped = the pages so counted.
+ * Exact for these pages, whatever else the process (stack, libc data: all mergeable after
+ * prctl) merged. KPF_KSM (kpageflags bit 21) alone cannot tell: 6.12's fs/proc/page.c
+ * tests it as `mapping & PAGE_MAPPING_KSM`, true for every anonymous page; only KSM maps
+ * one anonymous page at two addresses of a process.
  */
 static long saved_in_range(char *p, long npg, long stride, long *mapped)
 {
 	FILE *pm = fopen("/proc/self/pagemap", "r"), *kf = fopen("/proc/kpageflags", "r");
-	long *pfns = calloc(npg, sizeof(long)), n = 0, uniq = 0;
+	long *pfns = calloc(npg, sizeof(long)), n = 0, uniq = 0, shared = 0;
 	unsigned long long e, fl;
 
 	if (!pm || !kf || !pfns)
@@ -145,14 +148,20 @@ static long saved_in_range(char *p, long npg, long stride, long *mapped)
 			pfns[n++] = pfn;
 	}
 	qsort(pfns, n, sizeof(long), cmp_long);
-	for (long i = 0; i < n; i++)
-		uniq += !i || pfns[i] != pfns[i - 1];
+	for (long i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && pfns[j] == pfns[i]; j++)
+			;
+		if (j - i > 1) {
+			shared += j - i;
+			uniq++;
+		}
+	}
 	fclose(pm);
 	fclose(kf);
 	free(pfns);
 	if (mapped)
-		*mapped = n;
-	return n - uniq;
+		*mapped = shared;
+	return shared - uniq;
 }
 
 /* VMAs of this process that intersect [lo, hi) */

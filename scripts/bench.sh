@@ -7,7 +7,7 @@
 set -eu
 reps=${BENCH_REPS:-3}
 icount=${BENCH_ICOUNT:-shift=0,sleep=off}
-frags="config/base.config config/ksm.config"
+frags="config/base.config config/ksm.config config/bench.config"
 out=build/bench; mkdir -p $out; : > $out/timing
 start=$(date +%s); t=$start
 lap() { now=$(date +%s); echo "$1 $((now - t))" >> $out/timing; t=$now; }
@@ -28,16 +28,16 @@ lap "build ksmbench and ksm_tests"
 boot() {
 	name=$1 kernel=$out/out/$2/arch/x86/boot/bzImage; shift 2
 	pci_acpi=; case $name in peer*) pci_acpi=1;; esac
-	VM_MEM=2G VM_TIMEOUT=${BENCH_TIMEOUT:-2400} VM_QUIET=1 VM_LOG=$out/$name.console VM_PCI_ACPI=$pci_acpi \
+	VM_MEM=2G VM_NODES=1 VM_TIMEOUT=${BENCH_TIMEOUT:-2400} VM_QUIET=1 VM_LOG=$out/$name.console VM_PCI_ACPI=$pci_acpi \
 	VM_QEMU_OPTS="-icount $icount -smp 1" KERNEL=$kernel \
 		sh scripts/vm.sh "python3 bench/guest.py $reps $*" > $out/$name.vm 2>&1
 	echo "guest $name $(sed -n 's/^vm.sh: guest ran \([0-9]*\)s.*/\1/p' $out/$name.vm)" >> $out/timing
 }
 echo "bench.sh: running the benchmarks in 5 guests ($reps repetitions each; logs in $out/)"
 boot base base-run & b=$!
-boot patched run hot python dedup ksmd ctl python:ss0:1 python:adv:1 & p=$!
+boot patched run hot python dedup ksmd ctl python:ss0:1 python:adv:1 python:adv0:1 & p=$!
 boot patched-cap run capacity capacity:ss0:1 capacity:adv:1 & c=$!
-boot peer peer-run hot python dedup ksmd ctl python:adv:1 & q=$!
+boot peer peer-run hot python dedup ksmd ctl python:adv:1 python:adv0:1 & q=$!
 boot peer-cap peer-run capacity:def:1 capacity:adv:1 & r=$!
 fail=
 wait $b || fail="$fail base"
