@@ -106,8 +106,9 @@ step "guest: build selftests ($(ls $src/tools/testing/selftests/vm/ksm_*.c | xar
 step "guest: build upstream 6.12 KSM selftests (ksm_functional_tests, ksm_tests)" upstream-selftests \
 	sh scripts/upstream-selftests.sh
 con=$logs/guest-console.log t=$SECONDS
-# kmemleak on for the leak check that ends the list.
-VM_QUIET=1 VM_LOG=$con KERNEL=build/out/test/arch/x86/boot/bzImage VM_TIMEOUT=1500 \
+# kmemleak on for the leak check that ends the list. The guest takes about 16 min on an idle
+# host and 25 under a concurrent kernel build: time out at 35.
+VM_QUIET=1 VM_LOG=$con KERNEL=build/out/test/arch/x86/boot/bzImage VM_TIMEOUT=2100 \
 	VM_APPEND=kmemleak=on sh scripts/vm.sh 'sh scripts/guest-tests.sh' > $logs/guest.log 2>&1 || true
 if grep -q '^VM-EXIT-STATUS: 0' $con 2>/dev/null; then result ok "guest: boot and run guest-tests.sh"
 else result fail "guest: boot and run guest-tests.sh" "see $logs/guest.log"; fi
