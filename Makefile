@@ -47,7 +47,8 @@ run: deps
 # Stress suite (stress/*.c): `make stress DURATION=seconds ITERATIONS=n`, see README.
 DURATION   ?= 600
 ITERATIONS ?=
-stress_progs := $(patsubst stress/%.c,build/stress/%,$(wildcard stress/*.c))
+# stress/ksm_util.c is no program: the helpers every program links (and bench/ksmbench.c)
+stress_progs := $(patsubst stress/%.c,build/stress/%,$(filter-out stress/ksm_util.c,$(wildcard stress/*.c)))
 
 stress: deps
 	sh scripts/stress.sh $(DURATION) $(ITERATIONS)
@@ -57,10 +58,10 @@ stress-progs: $(stress_progs)
 build/out/test/usr/include/linux/prctl.h: $(SRC)/include/uapi/linux/prctl.h
 	$(MAKE) -s -C $(SRC) O=$(CURDIR)/build/out/test headers_install
 
-build/stress/%: stress/%.c stress/ksm_state.h build/out/test/usr/include/linux/prctl.h
+build/stress/%: stress/%.c stress/ksm_util.c stress/ksm_util.h build/out/test/usr/include/linux/prctl.h
 	@mkdir -p build/stress
 	gcc -O2 -g -Wall -Wextra -Werror -pthread -isystem build/out/test/usr/include \
-		-I$(SRC)/tools/testing/selftests -o $@ $<
+		-I$(SRC)/tools/testing/selftests -o $@ $< stress/ksm_util.c
 
 check: deps
 	bash scripts/check.sh

@@ -31,12 +31,8 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
-#ifndef PR_SET_MEMORY_MERGE
-#define PR_SET_MEMORY_MERGE 67
-#define PR_GET_MEMORY_MERGE 68
-#endif
+#include "../stress/ksm_util.h"
 
-#define KSM "/sys/kernel/mm/ksm/"
 static long pgsz;
 
 static void die(const char *what)
@@ -53,28 +49,27 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-static long ksm_read(const char *name)
+/* ksm_read(), but a benchmark without its sysfs file cannot go on. */
+static long ksm_value(const char *name)
 {
+	long v = ksm_read(name);
 	char path[128];
-	long v = -1;
-	FILE *f;
 
-	snprintf(path, sizeof(path), KSM "%s", name);
-	f = fopen(path, "r");
-	if (!f || fscanf(f, "%ld", &v) != 1)
+	if (v < 0) {
+		snprintf(path, sizeof(path), KSM_SYSFS "%s", name);
 		die(path);
-	fclose(f);
+	}
 	return v;
 }
 
+/* Not a knob_set(): the benchmarks start and stop ksmd, nothing is restored. */
 static void ksm_write(const char *name, long v)
 {
-	char path[128];
-	FILE *f;
+	char path[128], val[32];
 
-	snprintf(path, sizeof(path), KSM "%s", name);
-	f = fopen(path, "w");
-	if (!f || fprintf(f, "%ld\n", v) < 0 || fclose(f))
+	snprintf(path, sizeof(path), KSM_SYSFS "%s", name);
+	snprintf(val, sizeof(val), "%ld\n", v);
+	if (write_file(path, val))
 		die(path);
 }
 
@@ -87,13 +82,13 @@ static void merge_on(void)
 /* Run ksmd until pages_sharing has not changed for two full scans; returns it. */
 static long ksm_converge(int max_scans)
 {
-	long scans0 = ksm_read("full_scans"), last = -1, last_scan = scans0, s, sc;
+	long scans0 = ksm_value("full_scans"), last = -1, last_scan = scans0, s, sc;
 
 	ksm_write("run", 1);
 	for (;;) {
 		usleep(20000);
-		s = ksm_read("pages_sharing");
-		sc = ksm_read("full_scans");
+		s = ksm_value("pages_sharing");
+		sc = ksm_value("full_scans");
 		if (s != last) {
 			last = s;
 			last_scan = sc;
@@ -127,24 +122,22 @@ static int cmp_long(const void *a, const void *b)
  */
 static long saved_in_range(char *p, long npg, long stride, long *mapped)
 {
-	FILE *pm = fopen("/proc/self/pagemap", "r"), *kf = fopen("/proc/kpageflags", "r");
 	long *pfns = calloc(npg, sizeof(long)), n = 0, uniq = 0, shared = 0;
-	unsigned long long e, fl;
+	uint64_t e, fl;
 
-	if (!pm || !kf || !pfns)
-		die("/proc/self/pagemap or /proc/kpageflags");
+	if (!pfns)
+		die("calloc");
 	for (long i = 0; i < npg; i++) {
-		unsigned long long pfn;
+		uint64_t pfn;
 
-		if (fseek(pm, ((unsigned long)p / pgsz + i * stride) * 8, SEEK_SET) ||
-		    fread(&e, 8, 1, pm) != 1)
+		if (pagemap_read(p + i * stride * pgsz, 1, &e))
 			die("pagemap");
-		pfn = e & ((1ULL << 55) - 1);
-		if (!(e >> 63) || !pfn)
+		pfn = e & PM_PFN;
+		if (!(e & PM_PRESENT) || !pfn)
 			continue;
-		if (fseek(kf, pfn * 8, SEEK_SET) || fread(&fl, 8, 1, kf) != 1)
+		if (kpageflags_read(pfn, &fl))
 			die("kpageflags");
-		if (fl & (1ULL << 21))	/* KPF_KSM */
+		if (fl & (1ULL << KPF_KSM))
 			pfns[n++] = pfn;
 	}
 	qsort(pfns, n, sizeof(long), cmp_long);
@@ -156,35 +149,25 @@ static long saved_in_range(char *p, long npg, long stride, long *mapped)
 			uniq++;
 		}
 	}
-	fclose(pm);
-	fclose(kf);
 	free(pfns);
 	if (mapped)
 		*mapped = shared;
 	return shared - uniq;
 }
 
-/* VMAs of this process that intersect [lo, hi) */
-static int vmas_in(unsigned long lo, unsigned long hi)
+/* VMAs of this process that intersect [p, p + len) */
+static int vmas_in(const void *p, size_t len)
 {
-	FILE *f = fopen("/proc/self/maps", "r");
-	unsigned long start, end;
-	char *line = NULL;
-	size_t cap = 0;
-	int n = 0;
+	int n = range_vmas(p, len, NULL);
 
-	if (!f)
+	if (n < 0)
 		die("/proc/self/maps");
-	while (getline(&line, &cap, f) > 0)
-		n += sscanf(line, "%lx-%lx", &start, &end) == 2 && start < hi && end > lo;
-	free(line);
-	fclose(f);
 	return n;
 }
 
 static int count_vmas(void)
 {
-	return vmas_in(0, ULONG_MAX);
+	return vmas_in(NULL, ULONG_MAX);
 }
 
 /* Each benchmark returns the mean time of one operation in ns. */
@@ -420,9 +403,8 @@ static int sparse(const char *how, long gib)
 	}
 	if (madvise(p, len, MADV_MERGEABLE))
 		die("madvise(MADV_MERGEABLE)");
-	if (vmas_in((unsigned long)p, (unsigned long)p + len) != 1) {
-		fprintf(stderr, "ksmbench: the reservation is %d VMAs, not one\n",
-			vmas_in((unsigned long)p, (unsigned long)p + len));
+	if (vmas_in(p, len) != 1) {
+		fprintf(stderr, "ksmbench: the reservation is %d VMAs, not one\n", vmas_in(p, len));
 		return 1;
 	}
 	if (use_prctl)
@@ -524,15 +506,13 @@ static uint64_t zero_pfn(void)
 {
 	volatile char *p = mmap(NULL, pgsz, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint64_t e = 0;
-	int fd = open("/proc/self/pagemap", O_RDONLY);
 
-	if (p == MAP_FAILED || fd < 0)
+	if (p == MAP_FAILED)
 		die("zero page");
 	(void)p[0];	/* read fault: maps the shared zero page */
-	if (pread(fd, &e, 8, (unsigned long)p / pgsz * 8) != 8)
+	if (pagemap_read((const void *)p, 1, &e))
 		die("pagemap");
-	close(fd);
-	return e & ((1ULL << 55) - 1);
+	return e & PM_PFN;
 }
 
 /*
@@ -573,9 +553,10 @@ static int dupscan(int n, char **pids)
 				if (pread(pm, ent, np * 8, a / pgsz * 8) != np * 8)
 					die("pagemap read");
 				for (long i = 0; i < np; i++) {
-					uint64_t pfn = ent[i] & ((1ULL << 55) - 1);
+					uint64_t pfn = ent[i] & PM_PFN;
 
-					if (!(ent[i] >> 63) || (ent[i] >> 61 & 1) || pfn == zpfn || !pfn)
+					if (!(ent[i] & PM_PRESENT) || (ent[i] & PM_FILE) ||
+					    pfn == zpfn || !pfn)
 						continue;
 					if (!loaded && pread(mem, buf, np * pgsz, a) != np * pgsz)
 						die("mem read");

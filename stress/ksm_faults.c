@@ -45,13 +45,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/param.h>
@@ -64,20 +62,10 @@
 #include <sys/wait.h>
 
 #include "kselftest.h"
-#include "ksm_state.h"
+#include "ksm_util.h"
 
-#ifndef PR_SET_MEMORY_MERGE
-#define PR_SET_MEMORY_MERGE 67
-#endif
-#ifndef PR_GET_MEMORY_MERGE
-#define PR_GET_MEMORY_MERGE 68
-#endif
-
-#define KSM_SYSFS "/sys/kernel/mm/ksm/"
-#define DEBUGFS "/sys/kernel/debug/"
 #define KMEMLEAK DEBUGFS "kmemleak"
 #define FAIL_NTH "/proc/thread-self/fail-nth"
-#define KPF_KSM 21
 
 /* Argument that makes this program the exec target of the exec test. */
 #define EXEC_CHECK_ARG "--ksm-faults-exec-check"
@@ -101,7 +89,6 @@ enum {
 };
 
 static size_t page_size;
-static char *templates;		/* AREA_KINDS reference pages */
 
 /*
  * Counters shared by every process of the run, and the state of the current
@@ -137,142 +124,6 @@ static struct stats *stats;
 static void stat_add(long *counter, long val)
 {
 	__atomic_fetch_add(counter, val, __ATOMIC_RELAXED);
-}
-
-/* ------------------------------------------------------------------ */
-/* Small helpers                                                      */
-/* ------------------------------------------------------------------ */
-
-static double now_sec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Leaves a forked process without running the parent's atexit hooks. */
-static void child_exit(int code)
-{
-	fflush(stdout);
-	_exit(code);
-}
-
-static int read_file(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
-
-static int write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n, len = strlen(val);
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, len);
-	if (close(fd) || n != len)
-		return -1;
-	return 0;
-}
-
-/*
- * Knobs this program changes, saved before the first change and restored
- * at exit by the process that saved them.
- */
-struct knob {
-	const char *path;
-	char saved[64];
-	bool have;
-};
-
-static struct knob knobs[] = {
-	{ .path = KSM_SYSFS "run" },
-	{ .path = KSM_SYSFS "sleep_millisecs" },
-	{ .path = KSM_SYSFS "pages_to_scan" },
-	{ .path = DEBUGFS "failslab/ignore-gfp-wait" },
-	{ .path = DEBUGFS "failslab/verbose" },
-	{ .path = DEBUGFS "fail_page_alloc/ignore-gfp-wait" },
-	{ .path = DEBUGFS "fail_page_alloc/ignore-gfp-highmem" },
-	{ .path = DEBUGFS "fail_page_alloc/min-order" },
-	{ .path = DEBUGFS "fail_page_alloc/verbose" },
-};
-
-static pid_t knob_owner;
-
-static struct knob *knob_find(const char *path)
-{
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(knobs); i++)
-		if (!strcmp(knobs[i].path, path))
-			return &knobs[i];
-	return NULL;
-}
-
-static void knobs_save(void)
-{
-	size_t i;
-
-	knob_owner = getpid();
-	for (i = 0; i < ARRAY_SIZE(knobs); i++)
-		knobs[i].have = !read_file(knobs[i].path, knobs[i].saved,
-					   sizeof(knobs[i].saved));
-}
-
-static void knobs_restore(void)
-{
-	size_t i;
-
-	if (knob_owner != getpid())
-		return;
-	/* Fault injection first: it must be off before ksmd is touched. */
-	for (i = ARRAY_SIZE(knobs); i-- > 0;)
-		if (knobs[i].have)
-			write_file(knobs[i].path, knobs[i].saved);
-}
-
-static bool knob_set(const char *path, const char *val)
-{
-	struct knob *k = knob_find(path);
-
-	return expect(k && k->have && !write_file(path, val), "cannot write %s to %s: %m",
-		      val, path);
-}
-
-/* ksmd merging fast, for the tests that need merged pages. */
-static bool ksmd_fast(void)
-{
-	return knob_set(KSM_SYSFS "sleep_millisecs", "0") &&
-	       knob_set(KSM_SYSFS "pages_to_scan", "5000") &&
-	       knob_set(KSM_SYSFS "run", "1");
-}
-
-/*
- * Fault-injection filters: by default failslab and fail_page_alloc skip
- * every allocation that may sleep, fail_page_alloc also highmem (user page)
- * and order-0 allocations, which would leave almost nothing to inject into.
- * verbose=0: a stack trace per injected fault would fail the splat check.
- */
-static bool fault_knobs_set(void)
-{
-	return knob_set(DEBUGFS "failslab/verbose", "0") &&
-	       knob_set(DEBUGFS "fail_page_alloc/verbose", "0") &&
-	       knob_set(DEBUGFS "failslab/ignore-gfp-wait", "N") &&
-	       knob_set(DEBUGFS "fail_page_alloc/ignore-gfp-wait", "N") &&
-	       knob_set(DEBUGFS "fail_page_alloc/ignore-gfp-highmem", "N") &&
-	       knob_set(DEBUGFS "fail_page_alloc/min-order", "0");
 }
 
 /* ------------------------------------------------------------------ */
@@ -340,228 +191,37 @@ static int fail_nth_fired_pid(pid_t pid)
 /* State of a process: PR_GET_MEMORY_MERGE, ksm_stat, smaps           */
 /* ------------------------------------------------------------------ */
 
-static int read_smaps(pid_t pid, struct ksm_state *st)
+/* state_consistent(), counted as a mismatch when it fails. */
+static bool consistent(pid_t pid, int want, bool madvised, const char *what)
 {
-	char path[64], line[1024];
-	unsigned long start = 0;
-	bool skip = false;
-	FILE *f;
-
-	proc_path(path, sizeof(path), pid, "smaps");
-	f = fopen(path, "re");
-	if (!f)
-		return expect(false, "open %s: %m", path) - 1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long s, e;
-		char perms[5];
-		bool mg;
-
-		if (sscanf(line, "%lx-%lx %4s", &s, &e, perms) == 3) {
-			start = s;
-			/* The gate area is shown but is no VMA of the mm. */
-			skip = strstr(line, "[vsyscall]");
-			continue;
-		}
-		if (strncmp(line, "VmFlags:", 8) || skip)
-			continue;
-		mg = flag_listed(line + 8, "mg");
-		st->vmas++;
-		if (flags_compatible(line + 8)) {
-			st->compat++;
-			st->compat_mg += mg;
-			if (!mg && !st->first_unmarked)
-				st->first_unmarked = start;
-		} else {
-			st->other_mg += mg;
-		}
-	}
-	fclose(f);
-	return 0;
-}
-
-static int read_state(pid_t pid, struct ksm_state *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->get = pid ? -1 : prctl(PR_GET_MEMORY_MERGE, 0UL, 0UL, 0UL, 0UL);
-	if (!pid && st->get < 0)
-		return expect(false, "PR_GET_MEMORY_MERGE: %m") - 1;
-	if (read_ksm_stat(pid, st) || read_smaps(pid, st))
-		return -1;
-	return 0;
-}
-
-/*
- * Checks that what the process says about itself agrees: PR_GET_MEMORY_MERGE
- * (@pid 0 only), ksm_stat's merge type and yes/no lines, and the mg flags.
- * @want: 1 enabled, 0 not enabled, -1 either; @madvised: the process used
- * MADV_MERGEABLE, so mg may remain on some VMAs while it is not enabled.
- */
-static bool state_consistent(pid_t pid, int want, bool madvised, const char *what)
-{
-	const char *type;
-	struct ksm_state st;
-	bool ok = true;
-
-	if (read_state(pid, &st)) {
-		stat_add(&stats->mismatches, 1);
-		return false;
-	}
-	if (st.get >= 0)
-		ok &= expect(st.get == st.any, "%s: PR_GET_MEMORY_MERGE %d, ksm_merge_any %s",
-			     what, st.get, st.any ? "yes" : "no");
-	type = st.any ? "process" : st.mergeable ? "madvise" : "none";
-	ok &= expect(!strcmp(st.type, type), "%s: ksm_merge_type %s, expected %s", what,
-		     st.type, type);
-	ok &= expect(!st.other_mg, "%s: %d incompatible VMAs are mg", what, st.other_mg);
-	if (st.any) {
-		ok &= expect(st.mergeable, "%s: enabled but ksm_mergeable no", what);
-		ok &= expect(st.compat_mg == st.compat,
-			     "%s: enabled, %d of %d compatible VMAs mg (first without at %lx)",
-			     what, st.compat_mg, st.compat, st.first_unmarked);
-	} else if (!madvised) {
-		ok &= expect(!st.compat_mg, "%s: not enabled, never madvised, %d VMAs mg",
-			     what, st.compat_mg);
-	}
-	if (want >= 0)
-		ok &= expect(st.any == want, "%s: %s, expected %s", what,
-			     st.any ? "enabled" : "not enabled",
-			     want ? "enabled" : "not enabled");
-	if (!ok)
-		stat_add(&stats->mismatches, 1);
-	return ok;
-}
-
-/* Number of VMAs in [@start, @start + @len) of this process with mg. */
-static int range_mg(const void *start, size_t len, int *vmas)
-{
-	unsigned long lo = (uintptr_t)start, hi = lo + len;
-	FILE *f = fopen("/proc/self/smaps", "re");
-	bool in = false;
-	char line[1024];
-	int mg = 0;
-
-	*vmas = 0;
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long s, e;
-		char perms[5];
-
-		if (sscanf(line, "%lx-%lx %4s", &s, &e, perms) == 3) {
-			in = s < hi && e > lo;
-			continue;
-		}
-		if (in && !strncmp(line, "VmFlags:", 8)) {
-			(*vmas)++;
-			mg += flag_listed(line + 8, "mg");
-		}
-	}
-	fclose(f);
-	return mg;
+	if (state_consistent(pid, want, madvised, what))
+		return true;
+	stat_add(&stats->mismatches, 1);
+	return false;
 }
 
 /* ------------------------------------------------------------------ */
 /* Data: pages with many duplicates, verified page by page            */
 /* ------------------------------------------------------------------ */
 
-static void templates_init(void)
-{
-	size_t k, w, words = page_size / sizeof(uint64_t);
-
-	templates = mmap(NULL, AREA_KINDS * page_size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (templates == MAP_FAILED)
-		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
-	for (k = 0; k < AREA_KINDS; k++) {
-		uint64_t *p = (uint64_t *)(templates + k * page_size);
-
-		for (w = 0; w < words; w++)
-			p[w] = (k + 1) * 0x9e3779b97f4a7c15ULL ^ (w * 0x100000001b3ULL);
-	}
-}
-
-static char *area_map(void)
-{
-	char *area = mmap(NULL, AREA_PAGES * page_size, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	size_t i;
-
-	if (area == MAP_FAILED) {
-		expect(false, "mmap: %m");
-		return NULL;
-	}
-	for (i = 0; i < AREA_PAGES; i++)
-		memcpy(area + i * page_size, templates + (i % AREA_KINDS) * page_size,
-		       page_size);
-	return area;
-}
-
 /* Compares every page of the area with what was written there. */
 static bool area_verify(const char *area, const char *what)
 {
-	int bad = 0;
-	size_t i;
+	long bad = pattern_bad_pages(area, AREA_PAGES);
 
-	for (i = 0; i < AREA_PAGES; i++)
-		if (memcmp(area + i * page_size, templates + (i % AREA_KINDS) * page_size,
-			   page_size))
-			bad++;
 	stat_add(&stats->pages_verified, AREA_PAGES);
 	stat_add(&stats->mismatches, bad);
-	return expect(!bad, "%s: %d of %d pages changed", what, bad, AREA_PAGES);
-}
-
-/* Number of pages of the area that are mapped to a KSM page. */
-static int area_ksm_pages(const char *area)
-{
-	uint64_t ents[AREA_PAGES], flags, last_pfn = 0;
-	int pm, kpf, nr = 0;
-	bool last_ksm = false;
-	size_t i;
-
-	pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	kpf = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
-	if (pm < 0 || kpf < 0 ||
-	    pread(pm, ents, sizeof(ents), (uintptr_t)area / page_size * 8) != sizeof(ents)) {
-		expect(false, "pagemap/kpageflags: %m");
-		nr = -1;
-		goto out;
-	}
-	for (i = 0; i < AREA_PAGES; i++) {
-		uint64_t pfn = ents[i] & ((1ULL << 55) - 1);
-
-		if (!(ents[i] >> 63) || !pfn)
-			continue;
-		/* Merged pages share a few PFNs: look each one up once. */
-		if (pfn != last_pfn) {
-			if (pread(kpf, &flags, 8, pfn * 8) != 8)
-				continue;
-			last_pfn = pfn;
-			last_ksm = flags >> KPF_KSM & 1;
-		}
-		nr += last_ksm;
-	}
-out:
-	if (pm >= 0)
-		close(pm);
-	if (kpf >= 0)
-		close(kpf);
-	return nr;
+	return expect(!bad, "%s: %ld of %d pages changed", what, bad, AREA_PAGES);
 }
 
 static bool area_wait_merged(const char *area, const char *what)
 {
-	double deadline = now_sec() + MERGE_TIMEOUT_SEC;
-	int nr;
+	long nr = ksm_wait_pages(area, AREA_PAGES, AREA_PAGES, 20, MERGE_TIMEOUT_SEC);
 
-	do {
-		nr = area_ksm_pages(area);
-		if (nr == AREA_PAGES)
-			return true;
-		usleep(20000);
-	} while (nr >= 0 && now_sec() < deadline);
-	return expect(false, "%s: %d of %d pages merged after %d s", what, nr, AREA_PAGES,
-		      MERGE_TIMEOUT_SEC);
+	if (nr < 0)
+		expect(false, "pagemap/kpageflags: %m");
+	return expect(nr == AREA_PAGES, "%s: %ld of %d pages merged after %d s", what, nr,
+		      AREA_PAGES, MERGE_TIMEOUT_SEC);
 }
 
 static long merge_set(unsigned long on)
@@ -586,7 +246,7 @@ static int wait_exit_code(pid_t pid, const char *what)
 	int status;
 
 	if (waitpid(pid, &status, 0) != pid)
-		return expect(false, "%s: waitpid: %m"), OP_BAD;
+		return expect(false, "%s: waitpid: %m", what), OP_BAD;
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	expect(false, "%s: process killed by signal %d", what, WTERMSIG(status));
@@ -597,13 +257,21 @@ static int wait_exit_code(pid_t pid, const char *what)
 /* Bounds                                                             */
 /* ------------------------------------------------------------------ */
 
-static unsigned int max_nth = DEFAULT_MAX_NTH;
+static struct run_opts opts = {
+	.letters = "d:i:h",
+	.usage = "[-d SECONDS] [-i MAX_FAIL_NTH]\n"
+		 "  -d  time bound for the whole run (default " KSM_XSTR(DEFAULT_SECONDS) ")\n"
+		 "  -i  largest fail-nth value per operation (default "
+		 KSM_XSTR(DEFAULT_MAX_NTH) ")",
+	.seconds = DEFAULT_SECONDS,
+	.iterations = DEFAULT_MAX_NTH,		/* the largest fail-nth */
+};
 static double test_deadline;
 
 /* Next fail-nth value? Whatever the time bound, the first one always runs. */
 static bool nth_continue(struct nth_loop *l)
 {
-	return !l->covered && l->n < max_nth && (!l->n || now_sec() < test_deadline);
+	return !l->covered && l->n < opts.iterations && (!l->n || now_sec() < test_deadline);
 }
 
 /* One result line for the loop, plus how far it got. */
@@ -613,7 +281,7 @@ static void nth_report(struct nth_loop *l)
 		ksft_print_msg("%s: all %u failure points visited\n", l->name, l->n - 1);
 	else
 		ksft_print_msg("%s: stopped by the %s bound after %u failure points\n", l->name,
-			       l->n >= max_nth ? "-i" : "-d", l->n);
+			       l->n >= opts.iterations ? "-i" : "-d", l->n);
 	ksft_test_result(!l->bad, "%s: every failure point fails cleanly and leaves a "
 			 "consistent process\n", l->name);
 }
@@ -628,17 +296,6 @@ static void nth_account(struct nth_loop *l, int code)
 		l->bad++;
 }
 
-static pid_t fork_counted(void)
-{
-	pid_t pid;
-
-	fflush(stdout);
-	pid = fork();
-	if (pid > 0)
-		stat_add(&stats->processes, 1);
-	return pid;
-}
-
 /* ------------------------------------------------------------------ */
 /* enable                                                             */
 /* ------------------------------------------------------------------ */
@@ -646,7 +303,7 @@ static pid_t fork_counted(void)
 /* In a fresh child of the never-enabled main process: enable with fail-nth @n. */
 static int enable_once(unsigned int n, bool madvised)
 {
-	char *area = area_map();
+	char *area = pattern_map(AREA_PAGES);
 	char nbuf[16];
 	int fd, len, fired, err, vmas, mg;
 	long ret;
@@ -657,7 +314,7 @@ static int enable_once(unsigned int n, bool madvised)
 		return OP_BAD;
 	if (madvised && madvise(area, AREA_PAGES * page_size, MADV_MERGEABLE))
 		return expect(false, "madvise: %m"), OP_BAD;
-	if (!state_consistent(0, 0, madvised, "before enable"))
+	if (!consistent(0, 0, madvised, "before enable"))
 		return OP_BAD;
 	len = fail_nth_format(nbuf, sizeof(nbuf), n);
 	stack_prefault();
@@ -675,14 +332,14 @@ static int enable_once(unsigned int n, bool madvised)
 		ok &= expect(ret == -1 && err == ENOMEM, "enable, fail-nth %u: %ld, %s", n,
 			     ret, strerror(err));
 		ok &= expect(fired, "enable failed, fail-nth %u not reached", n);
-		ok &= state_consistent(0, 0, madvised, "after failed enable");
+		ok &= consistent(0, 0, madvised, "after failed enable");
 		if (madvised) {
-			mg = range_mg(area, AREA_PAGES * page_size, &vmas);
+			vmas = range_vmas(area, AREA_PAGES * page_size, &mg);
 			ok &= expect(vmas > 0 && mg == vmas,
 				     "failed enable dropped mg from the madvised area");
 		}
 	} else {
-		ok &= state_consistent(0, 1, madvised, "after enable");
+		ok &= consistent(0, 1, madvised, "after enable");
 	}
 	ok &= area_verify(area, "after enable");
 	if (!ok)
@@ -707,7 +364,7 @@ static void test_enable(bool madvised)
 
 	while (nth_continue(l)) {
 		l->n++;
-		pid = fork_counted();
+		pid = fork_counted(&stats->processes);
 		if (pid < 0) {
 			l->bad++;
 			break;
@@ -730,7 +387,7 @@ static void test_enable(bool madvised)
  */
 static int disable_worker(struct nth_loop *l)
 {
-	char *area = area_map();
+	char *area = pattern_map(AREA_PAGES);
 	char nbuf[16], what[64];
 	int fd = fail_nth_open(), len, fired, err;
 	long ret;
@@ -760,9 +417,9 @@ static int disable_worker(struct nth_loop *l)
 			ok &= expect(ret == -1 && err == ENOMEM, "%s: %ld, %s", what, ret,
 				     strerror(err));
 			ok &= expect(fired == 1, "%s: failed, nothing injected", what);
-			ok &= state_consistent(0, 1, false, what);
+			ok &= consistent(0, 1, false, what);
 		} else {
-			ok &= state_consistent(0, 0, false, what);
+			ok &= consistent(0, 0, false, what);
 		}
 		ok &= area_verify(area, what);
 		nth_account(l, ok ? (fired ? OP_OK_FIRED : OP_OK_NOT_FIRED) : OP_BAD);
@@ -775,7 +432,7 @@ static int disable_worker(struct nth_loop *l)
 /* Runs @fn(@l) in a worker process, which may enable KSM for itself. */
 static void run_worker(struct nth_loop *l, int (*fn)(struct nth_loop *))
 {
-	pid_t pid = fork_counted();
+	pid_t pid = fork_counted(&stats->processes);
 
 	if (!pid) {
 		/* A hung worker must not hang the run: kill it well after the bound. */
@@ -791,7 +448,7 @@ static void test_disable(void)
 {
 	struct nth_loop *l = nth_start("disable (unmerge)");
 
-	if (!ksmd_fast()) {
+	if (!ksmd_fast(5000)) {
 		ksft_test_result_fail("%s: cannot start ksmd\n", l->name);
 		return;
 	}
@@ -815,7 +472,7 @@ static pid_t raw_fork(void)
 /* The child of an injected fork: inherits the setting and the data. */
 static int fork_child_check(const char *area)
 {
-	bool ok = state_consistent(0, 1, false, "forked child");
+	bool ok = consistent(0, 1, false, "forked child");
 
 	ok &= area_verify(area, "forked child");
 	return ok ? OP_OK_NOT_FIRED : OP_BAD;
@@ -823,7 +480,7 @@ static int fork_child_check(const char *area)
 
 static int fork_worker(struct nth_loop *l)
 {
-	char *area = area_map();
+	char *area = pattern_map(AREA_PAGES);
 	char nbuf[16], what[64];
 	int fd = fail_nth_open(), len, fired, err, code;
 	pid_t pid;
@@ -859,7 +516,7 @@ static int fork_worker(struct nth_loop *l)
 			ok &= expect(code == OP_OK_NOT_FIRED, "%s: child inconsistent", what);
 		}
 		/* The parent is unchanged whatever happened to the child. */
-		ok &= state_consistent(0, 1, false, what);
+		ok &= consistent(0, 1, false, what);
 		ok &= area_verify(area, what);
 		nth_account(l, ok ? (fired ? OP_OK_FIRED : OP_OK_NOT_FIRED) : OP_BAD);
 		if (!ok)
@@ -1024,7 +681,7 @@ static int exec_child(unsigned int n, const char *area)
 	ok = expect(exec_errno_documented(err), "%s: execve: %s", what, strerror(err));
 	ok &= expect(fired == 1, "%s: execve failed (%s), nothing injected", what,
 		     strerror(err));
-	ok &= state_consistent(0, 1, false, what);
+	ok &= consistent(0, 1, false, what);
 	ok &= area_verify(area, what);
 	return ok ? OP_EXEC_FAILED : OP_BAD;
 }
@@ -1131,7 +788,7 @@ static int exec_follow(pid_t pid, unsigned int n, struct nth_loop *l)
 		if (status >> 8 == (SIGTRAP | PTRACE_EVENT_EXEC << 8)) {
 			fired = fail_nth_fired_pid(pid);
 			ok &= expect(fired >= 0, "%s: read fail-nth of %d: %m", what, pid);
-			ok &= state_consistent(pid, 1, false, what);
+			ok &= consistent(pid, 1, false, what);
 			if (fired == 1 && exec_stack_bug(pid, what)) {
 				l->exec_stack_bug++;
 				kill(pid, SIGKILL);
@@ -1159,7 +816,7 @@ static int exec_follow(pid_t pid, unsigned int n, struct nth_loop *l)
 
 static int exec_worker(struct nth_loop *l)
 {
-	char *area = area_map();
+	char *area = pattern_map(AREA_PAGES);
 	pid_t pid;
 	int code;
 
@@ -1167,7 +824,7 @@ static int exec_worker(struct nth_loop *l)
 		return expect(false, "exec worker setup: %m"), OP_BAD;
 	while (nth_continue(l)) {
 		l->n++;
-		pid = fork_counted();
+		pid = fork_counted(&stats->processes);
 		if (pid < 0)
 			return expect(false, "fork: %m"), OP_BAD;
 		if (!pid)
@@ -1223,7 +880,7 @@ static int exec_check_main(void)
 		     -1, 0);
 	if (stats == MAP_FAILED)
 		return OP_BAD;
-	return state_consistent(0, 1, false, "new program after exec") ?
+	return consistent(0, 1, false, "new program after exec") ?
 	       OP_OK_NOT_FIRED : OP_BAD;
 }
 
@@ -1283,23 +940,6 @@ static void test_kmemleak(void)
 /* main                                                               */
 /* ------------------------------------------------------------------ */
 
-static void cleanup(void)
-{
-	if (knob_owner != getpid())
-		return;
-	knobs_restore();
-	exec_target_cleanup();
-}
-
-static void usage(const char *prog)
-{
-	fprintf(stderr, "usage: %s [-d SECONDS] [-i MAX_FAIL_NTH]\n"
-		"  -d  time bound for the whole run (default %d)\n"
-		"  -i  largest fail-nth value per operation (default %d)\n",
-		prog, DEFAULT_SECONDS, DEFAULT_MAX_NTH);
-	exit(KSFT_FAIL);
-}
-
 typedef void (*test_fn)(void);
 
 static void run_enable(void) { test_enable(false); }
@@ -1311,25 +951,13 @@ static const test_fn tests[] = {
 
 int main(int argc, char **argv)
 {
-	double seconds = DEFAULT_SECONDS, start = now_sec(), end, start_kmemleak;
+	double start = now_sec(), end, start_kmemleak;
 	size_t i;
-	int opt;
 
 	if (argc == 2 && !strcmp(argv[1], EXEC_CHECK_ARG))
 		return exec_check_main();
 
-	while ((opt = getopt(argc, argv, "d:i:h")) != -1) {
-		switch (opt) {
-		case 'd':
-			seconds = atof(optarg);
-			break;
-		case 'i':
-			max_nth = strtoul(optarg, NULL, 0);
-			break;
-		default:
-			usage(argv[0]);
-		}
-	}
+	parse_opts(argc, argv, &opts);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	page_size = sysconf(_SC_PAGESIZE);
 	ksft_print_header();
@@ -1354,7 +982,8 @@ int main(int argc, char **argv)
 	if (shared == MAP_FAILED)
 		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
 	stats = &shared->stats;
-	templates_init();
+	if (!pattern_init(AREA_KINDS))
+		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
 
 	{
 		struct ksm_state st;
@@ -1364,16 +993,20 @@ int main(int argc, char **argv)
 	}
 
 	ksft_set_plan(ARRAY_SIZE(tests) + 1);
-	knobs_save();
-	atexit(cleanup);
+	cleanup_at_exit(exec_target_cleanup);
+	/*
+	 * ksmd first: knobs_restore() goes in reverse order, and fault
+	 * injection must be off before ksmd is touched.
+	 */
+	if (!ksmd_fast(5000))
+		ksft_exit_fail_msg("cannot start ksmd\n");
 	if (!fault_knobs_set())
 		ksft_exit_fail_msg("cannot set the fault-injection knobs\n");
-	if (!ksmd_fast())
-		ksft_exit_fail_msg("cannot start ksmd\n");
 	kmemleak_start();
 
 	/* Leave time for the kmemleak scans at the end. */
-	end = start + seconds - (kmemleak_on ? MIN(KMEMLEAK_SECONDS, seconds / 4) : 0);
+	end = start + opts.seconds -
+	      (kmemleak_on ? MIN(KMEMLEAK_SECONDS, opts.seconds / 4) : 0);
 	for (i = 0; i < ARRAY_SIZE(tests); i++) {
 		/* Each test gets an equal share of the time that is left. */
 		double t = now_sec();
@@ -1388,10 +1021,8 @@ int main(int argc, char **argv)
 	ksft_print_msg("%.0f s\n", now_sec() - start_kmemleak);
 
 	ksft_print_msg("ran %.0f s\n", now_sec() - start);
-	printf("# stat operations %ld\n", stats->operations);
-	printf("# stat processes %ld\n", stats->processes);
-	printf("# stat pages_verified %ld\n", stats->pages_verified);
-	printf("# stat faults_injected %ld\n", stats->faults_injected);
-	printf("# stat mismatches %ld\n", stats->mismatches);
+	print_stats("operations", stats->operations, "processes", stats->processes,
+		    "pages_verified", stats->pages_verified, "faults_injected",
+		    stats->faults_injected, "mismatches", stats->mismatches, NULL);
 	ksft_finished();
 }

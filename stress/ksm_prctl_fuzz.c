@@ -32,7 +32,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,11 +44,7 @@
 #include <unistd.h>
 
 #include "kselftest.h"
-
-#ifndef PR_SET_MEMORY_MERGE
-#define PR_SET_MEMORY_MERGE	67
-#define PR_GET_MEMORY_MERGE	68
-#endif
+#include "ksm_util.h"
 
 #define MAX_PROCS	8
 #define MAX_THREADS	8
@@ -63,62 +58,42 @@ struct shared {
 	unsigned long pages_verified, mismatches, processes, reports;
 	int stop;
 	struct {
-		unsigned long beat;
-		unsigned long args[5];
-		int done;
+		struct heartbeat hb;
+		unsigned long args[5];	/* of the last call */
 	} thread[MAX_PROCS + 1][MAX_THREADS];
 };
 
 static struct shared *sh;
 static size_t ps;
-static unsigned long duration = 30;
-static int nprocs = 2, nthreads = 4;
+static struct run_opts opts = WORKER_OPTS("rounds per process", 30, 2, MAX_PROCS, 4, MAX_THREADS);
+static unsigned long duration;	/* -d */
 static time_t deadline;
-static unsigned long rounds_max = 1000000;
 static char *dup_area;
-static uint64_t seed = 1;
 /* No successful enable or madvise in this process yet: not registered with ksmd. */
 static volatile bool unregistered = true;
 
 #define add(field, n)	__atomic_fetch_add(&sh->field, (n), __ATOMIC_RELAXED)
+/* A failure; no stdio in threads and forked children. */
+#define report(...)	report_limited(&sh->reports, MAX_REPORTS, __VA_ARGS__)
 
 static const unsigned long pool[] = {
 	0, 1, 2, 3, ~0UL, INT_MAX, (unsigned long)INT_MIN, UINT_MAX, LONG_MAX,
 	(unsigned long)LONG_MIN, 1UL << 32, 1UL << 63, 0x100, 67, 68,
 };
 
+/* Whole seconds, for the heartbeats. */
 static unsigned long now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
+	return (unsigned long)now_sec();
 }
 
+/* splitmix64: the state advances by the golden ratio, the result is mixed. */
 static uint64_t rnd(uint64_t *s)
 {
-	uint64_t x = (*s += 0x9e3779b97f4a7c15ULL);
+	uint64_t x = mix64(*s);
 
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static void report(const char *fmt, ...)
-{
-	char buf[300];
-	va_list ap;
-	int n;
-
-	if (add(reports, 1) >= MAX_REPORTS)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof(buf) - 1)
-		n = sizeof(buf) - 1;
-	if (write(STDOUT_FILENO, buf, n) < 0)
-		return;
+	*s += 0x9e3779b97f4a7c15ULL;
+	return x;
 }
 
 /* An argument: mostly edge cases, sometimes random bits; @zero_pct % zero. */
@@ -263,34 +238,18 @@ static int open_fail_nth(void)
 /* smaps mg and ksm_stat must agree with the modelled flag. */
 static bool state_agrees(int model)
 {
-	char line[512];
-	bool any_yes = false, type_process = false, anon_mg = false, found = false;
-	FILE *f = fopen("/proc/self/ksm_stat", "r");
+	struct ksm_state st = { 0 };
+	bool any_yes, type_process, anon_mg, found;
+	char flags[256];
 
-	if (!f)
+	if (ksm_stat_lines(0, &st) < 0)
 		return false;
-	while (fgets(line, sizeof(line), f)) {
-		any_yes |= !strcmp(line, "ksm_merge_any: yes\n");
-		type_process |= !strcmp(line, "ksm_merge_type process\n");
-	}
-	fclose(f);
+	any_yes = st.any;
+	type_process = !strcmp(st.type, "process");
 	/* The second half of dup_area is never madvised: mg only through the flag. */
-	f = fopen("/proc/self/smaps", "r");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long start, end, addr = (unsigned long)dup_area + DUP_PAGES * ps / 2;
-
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
-		    strchr(line, '-') < strchr(line, ' ') && start <= addr && addr < end) {
-			while (fgets(line, sizeof(line), f) && strncmp(line, "VmFlags:", 8))
-				;
-			anon_mg = strstr(line, " mg") != NULL;
-			found = true;
-			break;
-		}
-	}
-	fclose(f);
+	smaps_vma(dup_area + DUP_PAGES * ps / 2, flags, sizeof(flags), NULL);
+	found = flags[0];
+	anon_mg = flag_listed(flags, "mg");
 	if (found && any_yes == model && type_process == model && anon_mg == model)
 		return true;
 	report("# flag %d but ksm_merge_any %d, merge_type process %d, mg %d%s\n",
@@ -305,7 +264,7 @@ static bool state_agrees(int model)
  */
 static void rounds(int (*round_fn)(int), int arg)
 {
-	for (unsigned long r = 0; r < rounds_max && time(NULL) < deadline && !sh->stop; r++) {
+	for (unsigned long r = 0; r < opts.iterations && time(NULL) < deadline && !sh->stop; r++) {
 		pid_t pid = fork();
 		int status;
 
@@ -328,7 +287,7 @@ static void rounds(int (*round_fn)(int), int arg)
 static int sequential_round(int unused)
 {
 	int fd = open_fail_nth(), model = 0;
-	uint64_t s = seed ^ getpid();
+	uint64_t s = opts.s ^ getpid();
 	unsigned long n;
 
 	(void)unused;
@@ -336,7 +295,7 @@ static int sequential_round(int unused)
 	for (n = 0; n < ROUND_CALLS && time(NULL) < deadline && !sh->stop; n++) {
 		struct call c;
 
-		sh->thread[MAX_PROCS][0].beat = now();
+		sh->thread[MAX_PROCS][0].hb.beat = now();
 		if (!fuzz_one(&s, fd, &c, sh->thread[MAX_PROCS][0].args)) {
 			bad_result(&c, "sequential");
 			continue;
@@ -359,7 +318,7 @@ static int sequential_round(int unused)
 static int sequential(void)
 {
 	rounds(sequential_round, 0);
-	sh->thread[MAX_PROCS][0].done = 1;
+	sh->thread[MAX_PROCS][0].hb.done = 1;
 	return 0;
 }
 
@@ -370,14 +329,14 @@ struct tctx {
 static void *fuzz_thread(void *arg)
 {
 	struct tctx *t = arg;
-	uint64_t s = seed ^ ((uint64_t)getpid() << 32 | t->tid);
+	uint64_t s = opts.s ^ ((uint64_t)getpid() << 32 | t->tid);
 	int fd = open_fail_nth();
 
 	for (unsigned long n = 0; n < ROUND_CALLS && time(NULL) < deadline && !sh->stop; n++) {
 		struct call c;
 		char who[32];
 
-		sh->thread[t->proc][t->tid].beat = now();
+		sh->thread[t->proc][t->tid].hb.beat = now();
 		if (!fuzz_one(&s, fd, &c, sh->thread[t->proc][t->tid].args)) {
 			snprintf(who, sizeof(who), "proc %d thread %d", t->proc, t->tid);
 			bad_result(&c, who);
@@ -389,7 +348,7 @@ static void *fuzz_thread(void *arg)
 	return NULL;
 }
 
-/* Phase 2: one of several processes, @nthreads threads calling at once. */
+/* Phase 2: one of several processes, -t threads calling at once. */
 static int concurrent_round(int proc)
 {
 	static struct tctx ctx[MAX_THREADS];
@@ -397,9 +356,9 @@ static int concurrent_round(int proc)
 	int n;
 
 	fill_dups();
-	for (n = 0; n < nthreads; n++) {
+	for (n = 0; n < opts.threads; n++) {
 		ctx[n] = (struct tctx){ .proc = proc, .tid = n };
-		sh->thread[proc][n].beat = now();
+		sh->thread[proc][n].hb.beat = now();
 		if (pthread_create(&th[n], NULL, fuzz_thread, &ctx[n])) {
 			report("# proc %d: pthread_create failed\n", proc);
 			add(bad_results, 1);
@@ -415,43 +374,31 @@ static int concurrent_round(int proc)
 static int concurrent(int proc)
 {
 	rounds(concurrent_round, proc);
-	for (int i = 0; i < nthreads; i++)
-		sh->thread[proc][i].done = 1;
+	for (int i = 0; i < opts.threads; i++)
+		sh->thread[proc][i].hb.done = 1;
 	return 0;
 }
 
 /* Wait for all fuzzing processes; false if one of their threads stopped moving. */
 static bool watch(pid_t *pids, int n)
 {
-	unsigned long limit = now() + duration + 600;
-	int left = n;
+	const int slots = (MAX_PROCS + 1) * MAX_THREADS;
+	int stuck = watch_workers(n, &sh->thread[0][0].hb, sizeof(sh->thread[0][0]), slots,
+				  HANG_SECS, now() + duration + 600, NULL, NULL);
+	int p = stuck / MAX_THREADS, i = stuck % MAX_THREADS;
 
-	while (left) {
-		unsigned long t = now();
+	if (stuck < 0)
+		return true;
+	if (stuck < slots) {
+		unsigned long *a = sh->thread[p][i].args;
 
-		if (waitpid(-1, NULL, WNOHANG) > 0) {
-			left--;
-			continue;
-		}
-		for (int p = 0; p <= MAX_PROCS; p++)
-			for (int i = 0; i < MAX_THREADS; i++) {
-				unsigned long beat = sh->thread[p][i].beat, *a = sh->thread[p][i].args;
-
-				if (!beat || sh->thread[p][i].done || t < beat + HANG_SECS)
-					continue;
-				ksft_print_msg("%s %d thread %d made no progress for %lu s after prctl(%lu, %#lx, %#lx, %#lx, %#lx)\n",
-					       p == MAX_PROCS ? "sequential process" : "process", p, i,
-					       t - beat, a[0], a[1], a[2], a[3], a[4]);
-				goto hang;
-			}
-		if (t > limit) {
-			ksft_print_msg("fuzzers still running %lu s after the deadline\n", t - deadline);
-			goto hang;
-		}
-		sleep(1);
+		ksft_print_msg("%s %d thread %d made no progress for %lu s after prctl(%lu, %#lx, %#lx, %#lx, %#lx)\n",
+			       p == MAX_PROCS ? "sequential process" : "process", p, i,
+			       now() - sh->thread[p][i].hb.beat, a[0], a[1], a[2], a[3], a[4]);
+	} else {
+		ksft_print_msg("fuzzers still running %lu s after the deadline\n",
+			       now() - deadline);
 	}
-	return true;
-hang:
 	/* A process that holds its own mmap lock cannot even exit: leave it. */
 	sh->stop = 1;
 	for (int p = 0; p < n; p++)
@@ -459,107 +406,27 @@ hang:
 	return false;
 }
 
-/* A sysfs or debugfs setting the run changes, and its value before. */
-struct knob {
-	const char *path, *val;
-	char saved[32];
-	bool changed;
-};
-
-/* ksmd flat out, so that there is unmerging work for every disable. */
-static struct knob ksm_knobs[] = {
-	{ .path = "/sys/kernel/mm/ksm/run", .val = "1" },
-	{ .path = "/sys/kernel/mm/ksm/sleep_millisecs", .val = "0" },
-	{ .path = "/sys/kernel/mm/ksm/pages_to_scan", .val = "5000" },
-};
-
-/*
- * fail-nth only reaches allocations the injectors are willing to fail: by
- * default they skip sleeping (GFP_KERNEL) and highmem allocations and order 0.
- * Quiet too, because a stack trace per injected failure would flood the
- * console and look like a splat.
- */
-#define FI "/sys/kernel/debug/"
-static struct knob fi_knobs[] = {
-	{ .path = FI "failslab/ignore-gfp-wait", .val = "N" },
-	{ .path = FI "failslab/verbose", .val = "0" },
-	{ .path = FI "fail_page_alloc/ignore-gfp-wait", .val = "N" },
-	{ .path = FI "fail_page_alloc/ignore-gfp-highmem", .val = "N" },
-	{ .path = FI "fail_page_alloc/min-order", .val = "0" },
-	{ .path = FI "fail_page_alloc/verbose", .val = "0" },
-};
-
-static bool knob_write(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY);
-	bool ok = fd >= 0 && write(fd, val, strlen(val)) == (ssize_t)strlen(val);
-
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
-static bool knobs_set(struct knob *k, int n)
-{
-	for (int i = 0; i < n; i++) {
-		int fd = open(k[i].path, O_RDONLY);
-		ssize_t len = fd < 0 ? -1 : read(fd, k[i].saved, sizeof(k[i].saved) - 1);
-
-		if (fd >= 0)
-			close(fd);
-		if (len <= 0 || !knob_write(k[i].path, k[i].val)) {
-			ksft_print_msg("cannot set %s to %s: %s\n", k[i].path, k[i].val, strerror(errno));
-			return false;
-		}
-		k[i].saved[len] = 0;
-		k[i].changed = true;
-	}
-	return true;
-}
-
-static void knobs_restore(struct knob *k, int n)
-{
-	while (n--)
-		if (k[n].changed && !knob_write(k[n].path, k[n].saved))
-			ksft_print_msg("cannot restore %s: %s\n", k[n].path, strerror(errno));
-}
-
 int main(int argc, char **argv)
 {
 	pid_t pids[MAX_PROCS + 1];
 	bool no_hang, faults;
-	int opt, n = 0;
+	int n = 0;
 
-	while ((opt = getopt(argc, argv, "d:i:p:t:s:")) != -1) {
-		switch (opt) {
-		case 'd': duration = strtoul(optarg, NULL, 0); break;
-		case 'i': rounds_max = strtoul(optarg, NULL, 0); break;
-		case 'p': nprocs = atoi(optarg); break;
-		case 't': nthreads = atoi(optarg); break;
-		case 's': seed = strtoull(optarg, NULL, 0); break;
-		default:
-			fprintf(stderr, "usage: %s [-d seconds] [-i rounds per process] [-p procs 1-%d] [-t threads 1-%d] [-s seed]\n",
-				argv[0], MAX_PROCS, MAX_THREADS);
-			return KSFT_FAIL;
-		}
-	}
-	if (nprocs < 1 || nprocs > MAX_PROCS || nthreads < 1 || nthreads > MAX_THREADS) {
-		fprintf(stderr, "%s: -p must be 1-%d and -t 1-%d\n", argv[0], MAX_PROCS, MAX_THREADS);
-		return KSFT_FAIL;
-	}
+	parse_opts(argc, argv, &opts);
+	duration = opts.seconds;
 	ps = sysconf(_SC_PAGESIZE);
 	ksft_print_header();
 	if (syscall(SYS_prctl, PR_GET_MEMORY_MERGE, 0, 0, 0, 0) < 0)
 		ksft_exit_skip("no PR_GET_MEMORY_MERGE: %s\n", strerror(errno));
 	if (geteuid())
 		ksft_exit_skip("needs root to drive ksmd and the fault injectors\n");
-	if (!knobs_set(ksm_knobs, ARRAY_SIZE(ksm_knobs)))
+	/* ksmd flat out, so that there is unmerging work for every disable. */
+	if (!ksmd_fast(5000))
 		ksft_exit_skip("cannot set up ksmd\n");
-	faults = !access("/proc/thread-self/fail-nth", W_OK) &&
-		 knobs_set(fi_knobs, ARRAY_SIZE(fi_knobs));
+	faults = !access("/proc/thread-self/fail-nth", W_OK) && fault_knobs_set();
 	ksft_set_plan(5);
 	ksft_print_msg("1 modelled process + %d processes x %d threads, %lu s or %lu rounds of %d calls, seed %llu, fault injection %s\n",
-		       nprocs, nthreads, duration, rounds_max, ROUND_CALLS, (unsigned long long)seed,
+		       opts.procs, opts.threads, duration, opts.iterations, ROUND_CALLS, opts.s,
 		       faults ? "on" : "off (needs CONFIG_FAULT_INJECTION_DEBUG_FS)");
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -567,7 +434,7 @@ int main(int argc, char **argv)
 		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
 	deadline = time(NULL) + duration;
 	fflush(stdout);
-	for (int p = -1; p < nprocs; p++) {
+	for (int p = -1; p < opts.procs; p++) {
 		pid_t pid = fork();
 
 		if (pid < 0)
@@ -589,12 +456,9 @@ int main(int argc, char **argv)
 	ksft_test_result(sh->mismatches == 0, "data intact: %lu pages verified, %lu lost\n",
 			 sh->pages_verified, sh->mismatches);
 
-	knobs_restore(fi_knobs, ARRAY_SIZE(fi_knobs));
-	knobs_restore(ksm_knobs, ARRAY_SIZE(ksm_knobs));
-	ksft_print_msg("stat operations %lu\n", sh->calls);
-	ksft_print_msg("stat processes %lu\n", sh->processes);
-	ksft_print_msg("stat faults_injected %lu\n", sh->faults);
-	ksft_print_msg("stat pages_verified %lu\n", sh->pages_verified);
-	ksft_print_msg("stat mismatches %lu\n", sh->mismatches);
+	knobs_restore();
+	print_stats("operations", sh->calls, "processes", sh->processes, "faults_injected",
+		    sh->faults, "pages_verified", sh->pages_verified, "mismatches", sh->mismatches,
+		    NULL);
 	ksft_finished();
 }

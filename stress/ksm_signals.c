@@ -40,40 +40,22 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <linux/capability.h>
 
 #include "kselftest.h"
-#include "ksm_state.h"
-
-#ifndef PR_SET_MEMORY_MERGE
-#define PR_SET_MEMORY_MERGE 67
-#endif
-#ifndef PR_GET_MEMORY_MERGE
-#define PR_GET_MEMORY_MERGE 68
-#endif
-#ifndef CGROUP2_SUPER_MAGIC
-#define CGROUP2_SUPER_MAGIC 0x63677270
-#endif
-
-#define KSM_SYSFS "/sys/kernel/mm/ksm/"
-#define CGROUP_ROOT "/sys/fs/cgroup"
-#define KPF_KSM 21
+#include "ksm_util.h"
 
 /* Arguments that make this program the exec target of the security tests. */
 #define HELPER_ARG "--ksm-signals-helper"
@@ -90,8 +72,18 @@
 
 static size_t page_size;
 static size_t area_pages;
-static char *templates;		/* AREA_KINDS reference pages */
-static unsigned int max_attempts = DEFAULT_ATTEMPTS;
+static struct run_opts opts = {
+	.letters = "d:i:s:h",
+	.usage = "[-d SECONDS] [-i ATTEMPTS] [-s AREA_MIB]\n"
+		 "  -d  time bound for the whole run (default " KSM_XSTR(DEFAULT_SECONDS) ")\n"
+		 "  -i  attempts to land a signal inside the disable (default "
+		 KSM_XSTR(DEFAULT_ATTEMPTS) ")\n"
+		 "  -s  merged area of the signal tests, MiB (default " KSM_XSTR(DEFAULT_AREA_MIB)
+		 "; memcg: half)",
+	.seconds = DEFAULT_SECONDS,
+	.iterations = DEFAULT_ATTEMPTS,		/* attempts */
+	.s = DEFAULT_AREA_MIB,
+};
 static double end_time;
 
 /* Counters of every process of the run (a MAP_SHARED page). */
@@ -113,76 +105,9 @@ static void stat_add(long *counter, long val)
 /* Small helpers                                                      */
 /* ------------------------------------------------------------------ */
 
-static double now_sec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void child_exit(int code)
-{
-	fflush(stdout);
-	_exit(code);
-}
-
-static int read_file(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return 0;
-}
-
-static int write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n, len = strlen(val);
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, val, len);
-	if (close(fd) || n != len)
-		return -1;
-	return 0;
-}
-
-/* Value of "@key N" in a file of such lines (vmstat, memory.events...). */
-static long read_key(const char *path, const char *key)
-{
-	char buf[8192], *p;
-	size_t len = strlen(key);
-
-	if (read_file(path, buf, sizeof(buf)))
-		return -1;
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, key, len) && p[len] == ' ')
-			return strtol(p + len + 1, NULL, 10);
-	return -1;
-}
-
 static long free_pages(void)
 {
 	return read_key("/proc/vmstat", "nr_free_pages");
-}
-
-static pid_t fork_counted(void)
-{
-	pid_t pid;
-
-	fflush(stdout);
-	pid = fork();
-	if (pid > 0)
-		stat_add(&stats->processes, 1);
-	return pid;
 }
 
 static long merge_set(unsigned long on)
@@ -197,188 +122,24 @@ static long merge_get(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* ksmd knobs, saved at start and restored at exit                    */
-/* ------------------------------------------------------------------ */
-
-static struct knob {
-	const char *name;
-	char saved[32];
-	bool have;
-} knobs[] = {
-	{ .name = "run" }, { .name = "sleep_millisecs" }, { .name = "pages_to_scan" },
-};
-
-static pid_t knob_owner;
-
-static bool ksm_knob(const char *name, const char *val)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), KSM_SYSFS "%s", name);
-	return expect(!write_file(path, val), "write %s to %s: %m", val, path);
-}
-
-static void knobs_save(void)
-{
-	char path[128];
-	size_t i;
-
-	knob_owner = getpid();
-	for (i = 0; i < ARRAY_SIZE(knobs); i++) {
-		snprintf(path, sizeof(path), KSM_SYSFS "%s", knobs[i].name);
-		knobs[i].have = !read_file(path, knobs[i].saved, sizeof(knobs[i].saved));
-		knobs[i].saved[strcspn(knobs[i].saved, "\n")] = '\0';
-	}
-}
-
-static void knobs_restore(void)
-{
-	size_t i;
-
-	if (knob_owner != getpid())
-		return;
-	for (i = ARRAY_SIZE(knobs); i-- > 0;)
-		if (knobs[i].have)
-			ksm_knob(knobs[i].name, knobs[i].saved);
-}
-
-static bool ksmd_fast(void)
-{
-	return ksm_knob("sleep_millisecs", "0") && ksm_knob("pages_to_scan", "10000") &&
-	       ksm_knob("run", "1");
-}
-
-/* ------------------------------------------------------------------ */
 /* State of a process: PR_GET_MEMORY_MERGE, ksm_stat, smaps           */
 /* ------------------------------------------------------------------ */
 
-static int read_smaps(pid_t pid, struct ksm_state *st)
-{
-	char path[64], line[1024];
-	unsigned long start = 0;
-	bool skip = false, stack = false;
-	FILE *f;
-
-	proc_path(path, sizeof(path), pid, "smaps");
-	f = fopen(path, "re");
-	if (!f)
-		return expect(false, "open %s: %m", path) - 1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long s, e;
-		char perms[5];
-		bool mg;
-
-		if (sscanf(line, "%lx-%lx %4s", &s, &e, perms) == 3) {
-			start = s;
-			/* The gate area is shown but is no VMA of the mm. */
-			skip = strstr(line, "[vsyscall]");
-			stack = strstr(line, "[stack]");
-			continue;
-		}
-		if (strncmp(line, "VmFlags:", 8) || skip)
-			continue;
-		mg = flag_listed(line + 8, "mg");
-		st->vmas++;
-		if (stack)
-			st->stack_mg = mg;
-		if (flags_compatible(line + 8)) {
-			st->compat++;
-			st->compat_mg += mg;
-			if (!mg && !st->first_unmarked)
-				st->first_unmarked = start;
-		} else {
-			st->other_mg += mg;
-		}
-	}
-	fclose(f);
-	return 0;
-}
-
-static int read_state(pid_t pid, struct ksm_state *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->get = pid ? -1 : merge_get();
-	if (!pid && st->get < 0)
-		return expect(false, "PR_GET_MEMORY_MERGE: %m") - 1;
-	if (read_ksm_stat(pid, st) || read_smaps(pid, st))
-		return -1;
-	return 0;
-}
-
 /*
- * Checks that PR_GET_MEMORY_MERGE (@pid 0 only), ksm_stat and the mg flags
- * agree. @want: 1 enabled, 0 not enabled, -1 either. The processes here
- * never use MADV_MERGEABLE: not enabled means no mg at all.
+ * state_consistent(), counted as a mismatch when it fails. The processes
+ * here never use MADV_MERGEABLE: not enabled means no mg at all.
  */
-static bool state_consistent(pid_t pid, int want, const char *what)
+static bool consistent(pid_t pid, int want, const char *what)
 {
-	struct ksm_state st;
-	const char *type;
-	bool ok = true;
-
-	if (read_state(pid, &st)) {
-		stat_add(&stats->mismatches, 1);
-		return false;
-	}
-	if (st.get >= 0)
-		ok &= expect(st.get == st.any, "%s: PR_GET_MEMORY_MERGE %d, ksm_merge_any %s",
-			     what, st.get, st.any ? "yes" : "no");
-	type = st.any ? "process" : st.mergeable ? "madvise" : "none";
-	ok &= expect(!strcmp(st.type, type), "%s: ksm_merge_type %s, expected %s", what,
-		     st.type, type);
-	ok &= expect(!st.other_mg, "%s: %d incompatible VMAs are mg", what, st.other_mg);
-	if (st.any) {
-		ok &= expect(st.mergeable, "%s: enabled but ksm_mergeable no", what);
-		ok &= expect(st.compat_mg == st.compat,
-			     "%s: enabled, %d of %d compatible VMAs mg (first without at %lx)",
-			     what, st.compat_mg, st.compat, st.first_unmarked);
-	} else {
-		ok &= expect(!st.compat_mg, "%s: not enabled, %d VMAs mg", what, st.compat_mg);
-	}
-	if (want >= 0)
-		ok &= expect(st.any == want, "%s: %s, expected %s", what,
-			     st.any ? "enabled" : "not enabled",
-			     want ? "enabled" : "not enabled");
-	if (!ok)
-		stat_add(&stats->mismatches, 1);
-	return ok;
+	if (state_consistent(pid, want, false, what))
+		return true;
+	stat_add(&stats->mismatches, 1);
+	return false;
 }
 
 /* ------------------------------------------------------------------ */
 /* Data: a large area of pages with many duplicates                   */
 /* ------------------------------------------------------------------ */
-
-static void templates_init(void)
-{
-	size_t k, w, words = page_size / sizeof(uint64_t);
-
-	templates = mmap(NULL, AREA_KINDS * page_size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (templates == MAP_FAILED)
-		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
-	for (k = 0; k < AREA_KINDS; k++) {
-		uint64_t *p = (uint64_t *)(templates + k * page_size);
-
-		for (w = 0; w < words; w++)
-			p[w] = (k + 7) * 0xc2b2ae3d27d4eb4fULL ^ (w * 0x9e3779b97f4a7c15ULL);
-	}
-}
-
-static char *area_map(size_t pages)
-{
-	char *area = mmap(NULL, pages * page_size, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	size_t i;
-
-	if (area == MAP_FAILED) {
-		expect(false, "mmap %zu pages: %m", pages);
-		return NULL;
-	}
-	for (i = 0; i < pages; i++)
-		memcpy(area + i * page_size, templates + (i % AREA_KINDS) * page_size,
-		       page_size);
-	return area;
-}
 
 /*
  * Number of pages of the area that differ from what was written there. Only
@@ -386,13 +147,8 @@ static char *area_map(size_t pages)
  */
 static long area_bad_pages(const char *area, size_t pages)
 {
-	long bad = 0;
-	size_t i;
+	long bad = pattern_bad_pages(area, pages);
 
-	for (i = 0; i < pages; i++)
-		if (memcmp(area + i * page_size, templates + (i % AREA_KINDS) * page_size,
-			   page_size))
-			bad++;
 	stat_add(&stats->pages_verified, pages);
 	stat_add(&stats->mismatches, bad);
 	return bad;
@@ -405,66 +161,17 @@ static bool area_verify(const char *area, size_t pages, const char *what)
 	return expect(!bad, "%s: %ld of %zu pages changed", what, bad, pages);
 }
 
-/* Number of pages of this process's area that are mapped to a KSM page. */
-static long area_ksm_pages(const char *area, size_t pages)
-{
-	uint64_t ents[512], flags, last_pfn = 0;
-	int pm, kpf;
-	bool last_ksm = false;
-	size_t i, done;
-	long nr = 0;
-
-	pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	kpf = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
-	if (pm < 0 || kpf < 0) {
-		nr = -1;
-		goto out;
-	}
-	for (done = 0; done < pages; done += i) {
-		size_t chunk = pages - done < 512 ? pages - done : 512;
-		off_t off = ((uintptr_t)area / page_size + done) * 8;
-
-		if (pread(pm, ents, chunk * 8, off) != (ssize_t)(chunk * 8)) {
-			nr = -1;
-			goto out;
-		}
-		for (i = 0; i < chunk; i++) {
-			uint64_t pfn = ents[i] & ((1ULL << 55) - 1);
-
-			if (!(ents[i] >> 63) || !pfn)
-				continue;
-			/* Merged pages share a few PFNs: look each one up once. */
-			if (pfn != last_pfn) {
-				if (pread(kpf, &flags, 8, pfn * 8) != 8)
-					continue;
-				last_pfn = pfn;
-				last_ksm = flags >> KPF_KSM & 1;
-			}
-			nr += last_ksm;
-		}
-	}
-out:
-	if (pm >= 0)
-		close(pm);
-	if (kpf >= 0)
-		close(kpf);
-	return nr;
-}
-
 static bool area_wait_merged(const char *area, size_t pages, const char *what)
 {
-	double start = now_sec(), deadline = start + MERGE_TIMEOUT_SEC;
-	long nr;
+	size_t want = pages * MERGED_PERCENT / 100;
+	double start = now_sec();
+	long nr = ksm_wait_pages(area, pages, want, 100, MERGE_TIMEOUT_SEC);
 
-	do {
-		nr = area_ksm_pages(area, pages);
-		if (nr >= (long)(pages * MERGED_PERCENT / 100)) {
-			ksft_print_msg("%s: %ld of %zu pages merged in %.1f s\n", what, nr, pages,
-				       now_sec() - start);
-			return true;
-		}
-		usleep(100000);
-	} while (nr >= 0 && now_sec() < deadline);
+	if (nr >= (long)want) {
+		ksft_print_msg("%s: %ld of %zu pages merged in %.1f s\n", what, nr, pages,
+			       now_sec() - start);
+		return true;
+	}
 	return expect(false, "%s: %ld of %zu pages merged after %d s", what, nr, pages,
 		      MERGE_TIMEOUT_SEC);
 }
@@ -567,7 +274,7 @@ static int disable_child(struct chan *c, bool nonfatal)
 			return KSFT_FAIL;
 		sigprocmask(SIG_BLOCK, &usr1, NULL);
 	}
-	area = area_map(area_pages);
+	area = pattern_map(area_pages);
 	if (!area || !expect(merge_set(1) == 0, "enable: %m"))
 		return KSFT_FAIL;
 	for (;;) {
@@ -601,11 +308,11 @@ static int disable_child(struct chan *c, bool nonfatal)
 		    strerror(r.err));
 	ok &= expect(usr1_seen > 0, "disable failed, but no SIGUSR1 was handled");
 	ok &= expect(merge_get() == 1, "PR_GET_MEMORY_MERGE %ld after EINTR", merge_get());
-	ok &= state_consistent(0, 1, "after interrupted disable");
+	ok &= consistent(0, 1, "after interrupted disable");
 	ok &= area_verify(area, area_pages, "after interrupted disable");
 	/* Signals still blocked: this one runs to the end. */
 	ok &= expect(merge_set(0) == 0, "disable after EINTR: %m");
-	ok &= state_consistent(0, 0, "after clean disable");
+	ok &= consistent(0, 0, "after clean disable");
 	ok &= area_verify(area, area_pages, "after clean disable");
 	return ok ? KSFT_PASS : KSFT_FAIL;
 }
@@ -628,16 +335,6 @@ static bool wait_unmerging(struct chan *c, long baseline, long trigger)
 	return false;
 }
 
-static long sysfs_long(const char *name)
-{
-	char path[128], buf[32];
-
-	snprintf(path, sizeof(path), KSM_SYSFS "%s", name);
-	if (read_file(path, buf, sizeof(buf)))
-		return -1;
-	return strtol(buf, NULL, 10);
-}
-
 /* Waits for pages_sharing to get back to @level: ksmd let go of the pages. */
 static bool wait_pages_sharing(long level)
 {
@@ -645,7 +342,7 @@ static bool wait_pages_sharing(long level)
 	long sharing;
 
 	do {
-		sharing = sysfs_long("pages_sharing");
+		sharing = ksm_read("pages_sharing");
 		if (sharing >= 0 && sharing <= level)
 			return true;
 		usleep(100000);
@@ -674,22 +371,22 @@ static void test_fatal_signal(void)
 	int status;
 	char ready;
 
-	if (!ksmd_fast()) {
+	if (!ksmd_fast(10000)) {
 		ksft_test_result_fail("%s (ksmd)\n", name);
 		return;
 	}
-	for (attempt = 1; attempt <= max_attempts && ok &&
+	for (attempt = 1; attempt <= opts.iterations && ok &&
 	     (attempt == 1 || now_sec() < end_time); attempt++) {
 		struct chan c;
 		pid_t pid;
 		bool hit;
 
-		sharing = sysfs_long("pages_sharing");
+		sharing = ksm_read("pages_sharing");
 		if (!chan_open(&c)) {
 			ok = false;
 			break;
 		}
-		pid = fork_counted();
+		pid = fork_counted(&stats->processes);
 		if (!pid)
 			child_exit(disable_child(&c, false));
 		chan_parent_side(&c);
@@ -730,7 +427,7 @@ static void test_fatal_signal(void)
 		/* Its merged pages are gone from ksmd's books once it scanned. */
 		ok &= expect(wait_pages_sharing(sharing),
 			     "pages_sharing %ld, not back to %ld after %d s",
-			     sysfs_long("pages_sharing"), sharing, MERGE_TIMEOUT_SEC);
+			     ksm_read("pages_sharing"), sharing, MERGE_TIMEOUT_SEC);
 		killed = true;
 		break;
 	}
@@ -753,11 +450,11 @@ static void test_nonfatal_signal(void)
 	char ready;
 	pid_t pid;
 
-	if (!ksmd_fast() || !chan_open(&c)) {
+	if (!ksmd_fast(10000) || !chan_open(&c)) {
 		ksft_test_result_fail("%s (setup)\n", name);
 		return;
 	}
-	pid = fork_counted();
+	pid = fork_counted(&stats->processes);
 	if (!pid)
 		child_exit(disable_child(&c, true));
 	chan_parent_side(&c);
@@ -765,7 +462,7 @@ static void test_nonfatal_signal(void)
 		ksft_test_result_fail("%s (fork)\n", name);
 		return;
 	}
-	for (attempt = 1; attempt <= max_attempts &&
+	for (attempt = 1; attempt <= opts.iterations &&
 	     (attempt == 1 || now_sec() < end_time); attempt++) {
 		if (!msg_read(c.to_parent[0], &ready, 1, MERGE_TIMEOUT_SEC + 60)) {
 			ok = expect(false, "child not ready");
@@ -813,7 +510,6 @@ static void test_nonfatal_signal(void)
 /* ------------------------------------------------------------------ */
 
 static char cg_dir[128];		/* our parent group */
-static bool cg_mounted, cg_root_memory_added;
 
 static void cg_path(char *buf, size_t size, const char *group, const char *file)
 {
@@ -839,12 +535,10 @@ static long cg_key(const char *group, const char *file, const char *key)
 
 static long cg_long(const char *group, const char *file)
 {
-	char path[PATH_MAX], buf[64];
+	char path[PATH_MAX];
 
 	cg_path(path, sizeof(path), group, file);
-	if (read_file(path, buf, sizeof(buf)))
-		return -1;
-	return strtol(buf, NULL, 10);
+	return read_long(path);
 }
 
 static bool cg_join(const char *group)
@@ -856,35 +550,16 @@ static bool cg_join(const char *group)
 }
 
 /*
- * cgroup2 with the memory controller: mounts it if nothing is mounted on
- * /sys/fs/cgroup, enables +memory below the root and creates our group with
- * a "seed" and a "sibling" child. Returns a reason to skip, or NULL.
+ * Our group (see cgroup_create()) with a "seed" and a "sibling" child, the
+ * memory controller enabled for them. Returns a reason to skip, or NULL.
  */
 static const char *cg_setup(void)
 {
+	const char *skip = cgroup_create("ksm_signals", cg_dir, sizeof(cg_dir));
 	char buf[512];
-	struct statfs sfs;
 
-	if (statfs(CGROUP_ROOT, &sfs))
-		return "no " CGROUP_ROOT;
-	if (sfs.f_type != CGROUP2_SUPER_MAGIC) {
-		if (mount("cgroup2", CGROUP_ROOT, "cgroup2", 0, NULL))
-			return "cannot mount cgroup2 on " CGROUP_ROOT;
-		cg_mounted = true;
-	}
-	if (read_file(CGROUP_ROOT "/cgroup.controllers", buf, sizeof(buf)) ||
-	    !strstr(buf, "memory"))
-		return "no memory controller in cgroup2 (CONFIG_MEMCG, or bound to cgroup1)";
-	if (read_file(CGROUP_ROOT "/cgroup.subtree_control", buf, sizeof(buf)))
-		return "cannot read cgroup.subtree_control";
-	if (!strstr(buf, "memory")) {
-		if (write_file(CGROUP_ROOT "/cgroup.subtree_control", "+memory"))
-			return "cannot enable +memory in the root cgroup";
-		cg_root_memory_added = true;
-	}
-	snprintf(cg_dir, sizeof(cg_dir), CGROUP_ROOT "/ksm_signals.%d", getpid());
-	if (mkdir(cg_dir, 0755))
-		return "cannot create a cgroup";
+	if (skip)
+		return skip;
 	if (!cg_write(NULL, "cgroup.subtree_control", "+memory"))
 		return "cannot enable +memory in our cgroup";
 	cg_path(buf, sizeof(buf), "seed", NULL);
@@ -905,15 +580,8 @@ static void cg_cleanup(void)
 		rmdir(path);
 		cg_path(path, sizeof(path), "sibling", NULL);
 		rmdir(path);
-		rmdir(cg_dir);
-		cg_dir[0] = '\0';
 	}
-	if (cg_root_memory_added)
-		write_file(CGROUP_ROOT "/cgroup.subtree_control", "-memory");
-	cg_root_memory_added = false;
-	if (cg_mounted)
-		umount(CGROUP_ROOT);
-	cg_mounted = false;
+	cgroup_remove(cg_dir);
 }
 
 /* Seed and parent meet through a MAP_SHARED page. */
@@ -1014,10 +682,10 @@ static int seed_main(struct seed_ctl *ctl)
 	if (!cg_join("seed") ||
 	    !expect(!write_file("/proc/self/oom_score_adj", "-1000"), "oom_score_adj: %m"))
 		goto error;
-	area = area_map(pages);
+	area = pattern_map(pages);
 	if (!area || !expect(merge_set(1) == 0, "enable: %m") ||
-	    !area_wait_merged(area, pages, "seed") || !ksm_knob("run", "0") ||
-	    !seed_prefault(area, pages * page_size) || !state_consistent(0, 1, "seed"))
+	    !area_wait_merged(area, pages, "seed") || !ksm_set("run", "0") ||
+	    !seed_prefault(area, pages * page_size) || !consistent(0, 1, "seed"))
 		goto error;
 	area_bad_pages(area, pages);	/* the code path, once, before the limit */
 
@@ -1037,7 +705,7 @@ static int seed_main(struct seed_ctl *ctl)
 	ctl->get2 = merge_get();
 	ctl->bad2 = area_bad_pages(area, pages);
 	seed_set(ctl, SEED_DONE);
-	return state_consistent(0, 0, "seed after the limit was raised") ?
+	return consistent(0, 0, "seed after the limit was raised") ?
 	       KSFT_PASS : KSFT_FAIL;
 error:
 	seed_set(ctl, SEED_ERROR);
@@ -1047,7 +715,7 @@ error:
 /* A bystander: sleeps in @group (NULL: where we are) until killed. */
 static pid_t bystander(const char *group)
 {
-	pid_t pid = fork_counted();
+	pid_t pid = fork_counted(&stats->processes);
 
 	if (!pid) {
 		if (group && !cg_join(group))
@@ -1099,14 +767,14 @@ static void test_memcg(void)
 	}
 	ctl = mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		   -1, 0);
-	if (ctl == MAP_FAILED || !ksmd_fast()) {
+	if (ctl == MAP_FAILED || !ksmd_fast(10000)) {
 		ok[0] = false;
 		goto out;
 	}
 	oom_kills = read_key("/proc/vmstat", "oom_kill");
 	sibling = bystander("sibling");
 	outside = bystander(NULL);
-	seed = fork_counted();
+	seed = fork_counted(&stats->processes);
 	if (!seed)
 		child_exit(seed_main(ctl));
 	if (seed < 0 || !seed_wait(ctl, SEED_READY, seed)) {
@@ -1134,7 +802,7 @@ static void test_memcg(void)
 	ok[0] &= expect(ctl->get == 1, "PR_GET_MEMORY_MERGE %ld after the failed disable",
 			ctl->get);
 	ok[0] &= expect(!ctl->bad, "%ld pages changed after the failed disable", ctl->bad);
-	ok[0] &= state_consistent(seed, 1, "seed after the failed disable");
+	ok[0] &= consistent(seed, 1, "seed after the failed disable");
 
 	ksft_print_msg("seed memory.events: oom %ld, oom_kill %ld; memory.current %ld\n",
 		       cg_key("seed", "memory.events", "oom"),
@@ -1171,7 +839,7 @@ out:
 	reap(sibling);
 	reap(outside);
 	cg_cleanup();
-	ksmd_fast();
+	ksmd_fast(10000);
 	for (i = 0; i < MEMCG_TESTS; i++)
 		ksft_test_result(ok[i], "%s\n", names[i]);
 }
@@ -1219,7 +887,7 @@ static int set_file_cap(const char *path)
 /* Unprivileged user that enabled KSM and execs @path in helper @mode. */
 static int unpriv_exec(const char *path, const char *mode)
 {
-	pid_t pid = fork_counted();
+	pid_t pid = fork_counted(&stats->processes);
 	int status;
 
 	if (pid < 0)
@@ -1319,8 +987,7 @@ static int helper_main(const char *mode)
 	 */
 	prctl(PR_SET_DUMPABLE, 1UL, 0UL, 0UL, 0UL);
 
-	ok &= state_consistent(0, secure ? 0 : 1, secure ? "after secure exec" :
-			       "after plain exec");
+	ok &= consistent(0, secure ? 0 : 1, secure ? "after secure exec" : "after plain exec");
 	if (read_state(0, &st))
 		return KSFT_FAIL;
 	if (secure) {
@@ -1347,53 +1014,19 @@ static void (* const tests[])(void) = {
 	test_fatal_signal, test_nonfatal_signal, test_memcg, test_privileged_exec,
 };
 
-static void cleanup(void)
-{
-	if (knob_owner != getpid())
-		return;
-	knobs_restore();
-	cg_cleanup();
-}
-
-static void usage(const char *prog)
-{
-	fprintf(stderr, "usage: %s [-d SECONDS] [-i ATTEMPTS] [-s AREA_MIB]\n"
-		"  -d  time bound for the whole run (default %d)\n"
-		"  -i  attempts to land a signal inside the disable (default %d)\n"
-		"  -s  merged area of the signal tests, MiB (default %d; memcg: half)\n",
-		prog, DEFAULT_SECONDS, DEFAULT_ATTEMPTS, DEFAULT_AREA_MIB);
-	exit(KSFT_FAIL);
-}
-
 int main(int argc, char **argv)
 {
-	double seconds = DEFAULT_SECONDS, start = now_sec();
-	unsigned long mib = DEFAULT_AREA_MIB;
+	double start = now_sec();
 	size_t i;
-	int opt;
 
 	if (argc == 3 && !strcmp(argv[1], HELPER_ARG))
 		return helper_main(argv[2]);
 
-	while ((opt = getopt(argc, argv, "d:i:s:h")) != -1) {
-		switch (opt) {
-		case 'd':
-			seconds = atof(optarg);
-			break;
-		case 'i':
-			max_attempts = strtoul(optarg, NULL, 0);
-			break;
-		case 's':
-			mib = strtoul(optarg, NULL, 0);
-			break;
-		default:
-			usage(argv[0]);
-		}
-	}
+	parse_opts(argc, argv, &opts);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	page_size = sysconf(_SC_PAGESIZE);
-	area_pages = mib * (1 << 20) / page_size;
-	end_time = start + seconds;
+	area_pages = opts.s * (1 << 20) / page_size;
+	end_time = start + opts.seconds;
 	ksft_print_header();
 
 	if (geteuid())
@@ -1405,13 +1038,14 @@ int main(int argc, char **argv)
 	if (access("/proc/kpageflags", R_OK))
 		ksft_exit_skip("no /proc/kpageflags (CONFIG_PROC_PAGE_MONITOR)\n");
 	if (area_pages < 1024)
-		usage(argv[0]);
+		opts_usage(&opts, argv[0]);
 
 	stats = mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		     -1, 0);
 	if (stats == MAP_FAILED)
 		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
-	templates_init();
+	if (!pattern_init(AREA_KINDS))
+		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
 	{
 		struct ksm_state st;
 
@@ -1420,8 +1054,7 @@ int main(int argc, char **argv)
 	}
 
 	ksft_set_plan(2 + MEMCG_TESTS + 3);
-	knobs_save();
-	atexit(cleanup);
+	cleanup_at_exit(cg_cleanup);
 
 	for (i = 0; i < ARRAY_SIZE(tests); i++) {
 		double t = now_sec();
@@ -1432,10 +1065,8 @@ int main(int argc, char **argv)
 	knobs_restore();
 
 	ksft_print_msg("ran %.0f s\n", now_sec() - start);
-	printf("# stat operations %ld\n", stats->operations);
-	printf("# stat processes %ld\n", stats->processes);
-	printf("# stat pages_verified %ld\n", stats->pages_verified);
-	printf("# stat signals_sent %ld\n", stats->signals_sent);
-	printf("# stat mismatches %ld\n", stats->mismatches);
+	print_stats("operations", stats->operations, "processes", stats->processes,
+		    "pages_verified", stats->pages_verified, "signals_sent", stats->signals_sent,
+		    "mismatches", stats->mismatches, NULL);
 	ksft_finished();
 }

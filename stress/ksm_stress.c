@@ -28,12 +28,10 @@
  *                   [-s seed]
  */
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,16 +48,12 @@
 #include <linux/userfaultfd.h>
 
 #include "kselftest.h"
+#include "ksm_util.h"
 
-#ifndef PR_SET_MEMORY_MERGE
-#define PR_SET_MEMORY_MERGE	67
-#define PR_GET_MEMORY_MERGE	68
-#endif
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE	0x100000
 #endif
 
-#define KSM_SYSFS	"/sys/kernel/mm/ksm/"
 #define MAX_PROCS	16
 #define MAX_THREADS	8
 #define NR_REGIONS	8
@@ -73,12 +67,6 @@
 #define SPARSE_TOUCH	6	/* pages written in a sparse reservation, at most */
 #define MAX_SPARSE	2	/* sparse reservations per thread */
 #define UFFD_WAIT_MS	2500	/* for ksmd to merge a write-protected page */
-
-/* /proc/self/pagemap */
-#define PM_PFN		((1ULL << 55) - 1)
-#define PM_UFFD_WP	(1ULL << 57)
-#define PM_SWAP		(1ULL << 62)
-#define PM_PRESENT	(1ULL << 63)
 
 /* region.snap[]: a data page before an unmerge */
 #define SNAP_WP		1	/* had the uffd-wp bit */
@@ -107,9 +95,8 @@ struct shared {
 	unsigned long unmerges_checked, unmerge_left;
 	int stop;
 	struct {
-		unsigned long beat;	/* CLOCK_MONOTONIC seconds of last progress */
+		struct heartbeat hb;
 		int op;
-		int done;
 	} thread[MAX_PROCS][MAX_THREADS];
 };
 
@@ -138,56 +125,29 @@ struct tctx {
 
 static struct shared *sh;
 static size_t ps;
-static unsigned long max_iter = 1000000, duration = 60;
-static bool iter_given;		/* -i: the run may end before ksmd merged much */
+/* The command line; with -i, the run may end before ksmd merged much. */
+static struct run_opts opts = WORKER_OPTS("ops per thread", 60, 4, MAX_PROCS, 4, MAX_THREADS);
+static unsigned long duration;	/* -d */
 static time_t deadline;
-static int nprocs = 4, nthreads = 4;
 static int proc_flag;		/* worker: the value thread 0 last set */
 static bool uffd_ok;		/* userfaultfd can write-protect anonymous memory */
-static int pagemap_fd = -1;	/* worker: its own /proc/self/pagemap */
-static int kpageflags_fd = -1;
+static bool kpageflags_ok;	/* /proc/kpageflags can tell KSM pages */
 static unsigned long merge_seq;	/* worker: odd while thread 0 enables the flag */
 
 #define add(field, n)	__atomic_fetch_add(&sh->field, (n), __ATOMIC_RELAXED)
+/* A failure; no stdio, so that a forked child can report too. */
+#define report(...)	report_limited(&sh->reports, MAX_REPORTS, __VA_ARGS__)
 
+/* Whole seconds, for the heartbeats. */
 static unsigned long now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
-}
-
-static uint64_t mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
+	return (unsigned long)now_sec();
 }
 
 static uint64_t rnd(struct tctx *t)
 {
-	t->rnd = mix(t->rnd);
+	t->rnd = mix64(t->rnd);
 	return t->rnd;
-}
-
-/* Report a failure; async-signal-safe enough for a forked child (no stdio). */
-static void report(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	int n;
-
-	if (add(reports, 1) >= MAX_REPORTS)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof(buf) - 1)
-		n = sizeof(buf) - 1;
-	if (write(STDOUT_FILENO, buf, n) < 0)
-		return;
 }
 
 static void syscall_failed(struct tctx *t, const char *call)
@@ -208,8 +168,8 @@ static uint64_t page_word(int proc, struct region *r, size_t i)
 	uint64_t key = ((r->tag >> 12) + i) % DUP_KEYS;
 
 	if (r->unique)
-		return mix(r->seed ^ (r->tag + i * ps) ^ ((uint64_t)r->gen << 48)) | 1;
-	return mix(((uint64_t)(proc & 1) << 40) | key << 8 | (r->gen % 3)) | 1;
+		return mix64(r->seed ^ (r->tag + i * ps) ^ ((uint64_t)r->gen << 48)) | 1;
+	return mix64(((uint64_t)(proc & 1) << 40) | key << 8 | (r->gen % 3)) | 1;
 }
 
 /* The pages of @r that hold data: all, or the touched ones of a sparse reservation. */
@@ -238,27 +198,16 @@ static void fill_pages(int proc, struct region *r, size_t from, size_t to)
 	}
 }
 
-/* The pagemap entry of the page at @addr. */
-static uint64_t pagemap_entry(struct tctx *t, const char *addr)
+/* The pagemap entry of the page at @addr; a failed read is a failed syscall. */
+static uint64_t page_entry(struct tctx *t, const char *addr)
 {
 	uint64_t e;
 
-	if (pread(pagemap_fd, &e, sizeof(e), (uintptr_t)addr / ps * sizeof(e)) != sizeof(e)) {
+	if (pagemap_read(addr, 1, &e)) {
 		syscall_failed(t, "read /proc/self/pagemap");
 		return 0;
 	}
 	return e;
-}
-
-/* Whether pagemap entry @e maps a KSM page (false if /proc/kpageflags cannot tell). */
-static bool entry_ksm(uint64_t e)
-{
-	uint64_t pfn = e & PM_PFN, flags;
-
-	if (!(e & PM_PRESENT) || !pfn ||
-	    pread(kpageflags_fd, &flags, sizeof(flags), pfn * sizeof(flags)) != sizeof(flags))
-		return false;
-	return flags >> KPF_KSM & 1;
 }
 
 /* Write-protect @r (@on) or lift its protection, with UFFDIO_WRITEPROTECT. */
@@ -340,9 +289,9 @@ static void snap_uffd_wp(struct tctx *t, struct region *r)
 	if (!r->wp)
 		return;
 	for (size_t n = 0; n < nr_data(r); n++) {
-		uint64_t e = pagemap_entry(t, r->addr + data_index(r, n) * ps);
+		uint64_t e = page_entry(t, r->addr + data_index(r, n) * ps);
 
-		r->snap[n] = (e & PM_UFFD_WP ? SNAP_WP : 0) | (entry_ksm(e) ? SNAP_KSM : 0);
+		r->snap[n] = (e & PM_UFFD_WP ? SNAP_WP : 0) | (pagemap_ksm(e) ? SNAP_KSM : 0);
 		merged += r->snap[n] == (SNAP_WP | SNAP_KSM);
 	}
 	r->snapped = true;
@@ -364,12 +313,12 @@ static void check_uffd_wp(struct tctx *t, struct region *r, const char *when)
 	uint64_t first_e = 0;
 
 	for (size_t n = 0; n < nr_data(r); n++) {
-		uint64_t e = pagemap_entry(t, r->addr + data_index(r, n) * ps);
+		uint64_t e = page_entry(t, r->addr + data_index(r, n) * ps);
 		bool now_ksm;
 
 		if (!(e & (PM_PRESENT | PM_SWAP)) || (e & PM_UFFD_WP))
 			continue;
-		now_ksm = entry_ksm(e);
+		now_ksm = pagemap_ksm(e);
 		ksm += now_ksm;
 		in_unmerge += r->snapped && r->snap[n] == (SNAP_WP | SNAP_KSM) && !now_ksm;
 		if (!lost++) {
@@ -457,7 +406,7 @@ static unsigned long ksm_data_pages(struct tctx *t, struct region *r, size_t *fi
 	unsigned long nr = 0;
 
 	for (size_t n = 0; n < nr_data(r); n++) {
-		if (!entry_ksm(pagemap_entry(t, r->addr + data_index(r, n) * ps)))
+		if (!pagemap_ksm(page_entry(t, r->addr + data_index(r, n) * ps)))
 			continue;
 		if (!nr++)
 			*first = n;
@@ -842,9 +791,9 @@ static unsigned long wp_ksm_pages(struct tctx *t, struct region *r)
 	unsigned long nr = 0;
 
 	for (size_t n = 0; n < nr_data(r); n++) {
-		uint64_t e = pagemap_entry(t, r->addr + data_index(r, n) * ps);
+		uint64_t e = page_entry(t, r->addr + data_index(r, n) * ps);
 
-		nr += (e & PM_UFFD_WP) && entry_ksm(e);
+		nr += (e & PM_UFFD_WP) && pagemap_ksm(e);
 	}
 	return nr;
 }
@@ -937,13 +886,23 @@ static void op_uffd(struct tctx *t)
 	unmerge_wp(t, r);
 }
 
-/* True if the VmFlags line @line has the two-letter flag @f. */
-static bool has_vmflag(const char *line, const char *f)
+struct smaps_check {
+	struct tctx *t;
+	unsigned long bad;
+};
+
+/* A named VMA (file, heap, stack) that MADV_MERGEABLE would accept must be mg. */
+static bool check_mg(const struct vma_entry *v, void *arg)
 {
-	for (const char *p = strchr(line, ':'); p && *p; p++)
-		if (p[0] == ' ' && p[1] == f[0] && p[2] == f[1] && (p[3] == ' ' || p[3] == '\n'))
-			return true;
-	return false;
+	struct smaps_check *c = arg;
+
+	if (!v->flags || !v->name[0] || !strcmp(v->name, "[vsyscall]") ||
+	    !flags_compatible(v->flags) || flag_listed(v->flags, "mg"))
+		return true;
+	if (c->bad++ == 0)
+		report("# proc %d: flag set but VMA %s has no mg: VmFlags: %s\n", c->t->proc,
+		       v->name, v->flags);
+	return true;
 }
 
 /*
@@ -955,58 +914,27 @@ static bool has_vmflag(const char *line, const char *f)
  */
 static void op_smaps(struct tctx *t)
 {
-	char line[512], name[256] = "";
-	unsigned long bad = 0;
-	bool any = false, mergeable = false, type_process = false;
-	FILE *f;
+	struct smaps_check c = { .t = t };
+	struct ksm_state st = { 0 };
+	bool type_process;
 
 	if (!proc_flag)
 		return;
-	f = fopen("/proc/self/smaps", "r");
-	if (!f) {
+	if (vma_walk(0, "smaps", NULL, check_mg, &c)) {
 		syscall_failed(t, "open /proc/self/smaps");
 		return;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		char *dash = strchr(line, '-');
-
-		/* "start-end perms offset dev inode [name]" starts a VMA */
-		if (isxdigit(line[0]) && dash && dash < strchr(line, ' ')) {
-			if (sscanf(line, "%*s %*s %*s %*s %*s %255s", name) != 1)
-				name[0] = 0;
-			continue;
-		}
-		if (strncmp(line, "VmFlags:", 8) || !name[0] || !strcmp(name, "[vsyscall]"))
-			continue;
-		if (has_vmflag(line, "sh") || has_vmflag(line, "ms") || has_vmflag(line, "pf") ||
-		    has_vmflag(line, "io") || has_vmflag(line, "de") || has_vmflag(line, "ht") ||
-		    has_vmflag(line, "mm"))
-			continue;
-		if (!has_vmflag(line, "mg") && bad++ == 0)
-			report("# proc %d: flag set but VMA %s has no mg: %s", t->proc, name, line);
-	}
-	fclose(f);
-
-	f = fopen("/proc/self/ksm_stat", "r");
-	if (!f) {
+	if (ksm_stat_lines(0, &st) < 0) {
 		syscall_failed(t, "open /proc/self/ksm_stat");
 		return;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		if (!strcmp(line, "ksm_merge_type process\n"))
-			type_process = true;
-		if (!strcmp(line, "ksm_merge_any: yes\n"))
-			any = true;
-		if (!strcmp(line, "ksm_mergeable: yes\n"))
-			mergeable = true;
-	}
-	fclose(f);
-	if (!any || !mergeable || !type_process) {
-		bad++;
+	type_process = !strcmp(st.type, "process");
+	if (!st.any || !st.mergeable || !type_process) {
+		c.bad++;
 		report("# proc %d: flag set but ksm_stat says merge_any %d mergeable %d type process %d\n",
-		       t->proc, any, mergeable, type_process);
+		       t->proc, st.any, st.mergeable, type_process);
 	}
-	add(flag_bad, bad);
+	add(flag_bad, c.bad);
 }
 
 /* In a child: verify and rewrite the inherited copies of this thread's regions. */
@@ -1117,7 +1045,7 @@ static int exec_child(int expect, int proc)
 
 static bool stop_now(struct tctx *t)
 {
-	return __atomic_load_n(&sh->stop, __ATOMIC_RELAXED) || t->iter >= max_iter ||
+	return __atomic_load_n(&sh->stop, __ATOMIC_RELAXED) || t->iter >= opts.iterations ||
 	       time(NULL) >= deadline;
 }
 
@@ -1134,7 +1062,7 @@ static void *thread_main(void *arg)
 			     x < 86 ? OP_PRCTL : x < 90 ? OP_SMAPS : x < 96 ? OP_FORK : OP_EXEC;
 
 		sh->thread[t->proc][t->tid].op = op;
-		sh->thread[t->proc][t->tid].beat = now();
+		sh->thread[t->proc][t->tid].hb.beat = now();
 		switch (op) {
 		case OP_MAP: op_map(t); break;
 		case OP_UNMAP: op_unmap(t); break;
@@ -1160,7 +1088,7 @@ static void *thread_main(void *arg)
 	}
 	/* At exit every page is checked once more. */
 	sh->thread[t->proc][t->tid].op = OP_DONE;
-	sh->thread[t->proc][t->tid].beat = now();
+	sh->thread[t->proc][t->tid].hb.beat = now();
 	for (int k = 0; k < NR_REGIONS; k++) {
 		if (!t->reg[k].used)
 			continue;
@@ -1168,7 +1096,7 @@ static void *thread_main(void *arg)
 		if (t->reg[k].uffd >= 0)
 			close(t->reg[k].uffd);
 	}
-	sh->thread[t->proc][t->tid].done = 1;
+	sh->thread[t->proc][t->tid].hb.done = 1;
 	return NULL;
 }
 
@@ -1176,9 +1104,10 @@ static int worker(int proc, uint64_t seed)
 {
 	pthread_t th[MAX_THREADS];
 	static struct tctx ctx[MAX_THREADS];
+	uint64_t e;
 
-	pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	if (pagemap_fd < 0 && uffd_ok) {
+	/* A look at its own pagemap, which the uffd-wp checks read. */
+	if (pagemap_read(&e, 1, &e) && uffd_ok) {
 		report("# proc %d: open /proc/self/pagemap: %s\n", proc, strerror(errno));
 		add(errors, 1);
 		uffd_ok = false;
@@ -1192,50 +1121,20 @@ static int worker(int proc, uint64_t seed)
 			proc_flag = 1;
 		}
 	}
-	for (int i = 0; i < nthreads; i++) {
-		ctx[i] = (struct tctx){ .proc = proc, .tid = i, .rnd = seed ^ mix(proc * 64 + i) };
-		sh->thread[proc][i].beat = now();
+	for (int i = 0; i < opts.threads; i++) {
+		ctx[i] = (struct tctx){ .proc = proc, .tid = i, .rnd = seed ^ mix64(proc * 64 + i) };
+		sh->thread[proc][i].hb.beat = now();
 		if (pthread_create(&th[i], NULL, thread_main, &ctx[i])) {
 			report("# proc %d: pthread_create failed\n", proc);
 			add(errors, 1);
-			sh->thread[proc][i].done = 1;
-			nthreads = i;
+			sh->thread[proc][i].hb.done = 1;
+			opts.threads = i;
 			break;
 		}
 	}
-	for (int i = 0; i < nthreads; i++)
+	for (int i = 0; i < opts.threads; i++)
 		pthread_join(th[i], NULL);
 	return 0;
-}
-
-static long sysfs_read(const char *name)
-{
-	char path[128];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), KSM_SYSFS "%s", name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
-static int sysfs_write(const char *name, long v)
-{
-	char path[128];
-	FILE *f;
-	int ret;
-
-	snprintf(path, sizeof(path), KSM_SYSFS "%s", name);
-	f = fopen(path, "w");
-	if (!f)
-		return -1;
-	ret = fprintf(f, "%ld", v) < 0;
-	return fclose(f) || ret ? -1 : 0;
 }
 
 /*
@@ -1251,7 +1150,7 @@ static bool uffd_probe(void)
 	};
 	const char *why = NULL;
 	uint64_t e = 0;
-	int fd, pm;
+	int fd;
 
 	if (p == MAP_FAILED)
 		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
@@ -1261,17 +1160,11 @@ static bool uffd_probe(void)
 		why = "userfaultfd + UFFDIO_REGISTER(MODE_WP)";
 	} else if (ioctl(fd, UFFDIO_WRITEPROTECT, &wp)) {
 		why = "UFFDIO_WRITEPROTECT";
-	} else {
-		pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-		if (pm < 0 ||
-		    pread(pm, &e, sizeof(e), (uintptr_t)p / ps * sizeof(e)) != sizeof(e)) {
-			why = "/proc/self/pagemap";
-		} else if (!(e & PM_UFFD_WP)) {
-			why = "pagemap PM_UFFD_WP";
-			errno = EOPNOTSUPP;
-		}
-		if (pm >= 0)
-			close(pm);
+	} else if (pagemap_read(p, 1, &e)) {
+		why = "/proc/self/pagemap";
+	} else if (!(e & PM_UFFD_WP)) {
+		why = "pagemap PM_UFFD_WP";
+		errno = EOPNOTSUPP;
 	}
 	if (why)
 		ksft_print_msg("uffd-wp ranges left out: %s: %s\n", why, strerror(errno));
@@ -1292,48 +1185,41 @@ static void show_blocked_tasks(void)
 		close(fd);
 }
 
-/* Watch heartbeats and wait for the workers; returns false on a hang. */
-static bool watch(pid_t *pids, long *max_sharing)
+static long max_sharing;	/* root: the most pages_sharing seen */
+
+static void worker_ended(pid_t pid, int status)
 {
-	unsigned long limit = now() + duration + 600;
-	int left = nprocs;
-
-	while (left) {
-		int status;
-		pid_t pid = waitpid(-1, &status, WNOHANG);
-		unsigned long t = now();
-
-		if (pid > 0) {
-			if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-				ksft_print_msg("worker %d ended with status %#x\n", pid, status);
-				sh->errors++;
-			}
-			left--;
-			continue;
-		}
-		if (sysfs_read("pages_sharing") > *max_sharing)
-			*max_sharing = sysfs_read("pages_sharing");
-		for (int p = 0; p < nprocs; p++)
-			for (int i = 0; i < nthreads; i++) {
-				unsigned long beat = sh->thread[p][i].beat;
-
-				if (!beat || sh->thread[p][i].done || t < beat + HANG_SECS)
-					continue;
-				ksft_print_msg("proc %d thread %d stuck in %s for %lu s\n",
-					       p, i, op_name[sh->thread[p][i].op], t - beat);
-				goto hang;
-			}
-		if (t > limit) {
-			ksft_print_msg("workers still running %lu s after the deadline\n", t - deadline);
-			goto hang;
-		}
-		sleep(1);
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		ksft_print_msg("worker %d ended with status %#x\n", pid, status);
+		sh->errors++;
 	}
-	return true;
-hang:
+}
+
+static void sample_sharing(void)
+{
+	if (ksm_read("pages_sharing") > max_sharing)
+		max_sharing = ksm_read("pages_sharing");
+}
+
+/* Watch heartbeats and wait for the workers; returns false on a hang. */
+static bool watch(pid_t *pids)
+{
+	int stuck = watch_workers(opts.procs, &sh->thread[0][0].hb, sizeof(sh->thread[0][0]),
+				  MAX_PROCS * MAX_THREADS, HANG_SECS, now() + duration + 600,
+				  worker_ended, sample_sharing);
+	int p = stuck / MAX_THREADS, i = stuck % MAX_THREADS;
+
+	if (stuck < 0)
+		return true;
+	if (stuck < MAX_PROCS * MAX_THREADS)
+		ksft_print_msg("proc %d thread %d stuck in %s for %lu s\n", p, i,
+			       op_name[sh->thread[p][i].op], now() - sh->thread[p][i].hb.beat);
+	else
+		ksft_print_msg("workers still running %lu s after the deadline\n",
+			       now() - deadline);
 	show_blocked_tasks();
 	sh->stop = 1;
-	for (int p = 0; p < nprocs; p++)
+	for (int p = 0; p < opts.procs; p++)
 		kill(pids[p], SIGKILL);
 	return false;
 }
@@ -1349,50 +1235,22 @@ static bool counters_drain(void)
 		long sum = 0;
 
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-			sum += sysfs_read(names[i]);
+			sum += ksm_read(names[i]);
 		if (sum == 0)
 			return true;
 		sleep(1);
 	}
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		ksft_print_msg("%s %ld\n", names[i], sysfs_read(names[i]));
+		ksft_print_msg("%s %ld\n", names[i], ksm_read(names[i]));
 	return false;
-}
-
-/* "# stat NAME VALUE" lines, which scripts/stress-report.sh adds up. */
-static void print_stats(void)
-{
-	const struct {
-		const char *name;
-		unsigned long n;
-	} stats[] = {
-		{ "operations", sh->ops },
-		{ "processes", sh->processes },
-		{ "pages_verified", sh->pages_verified },
-		{ "mismatches", sh->mismatches },
-		{ "sparse_reservations", sh->sparse_made },
-		{ "sparse_unmerged", sh->sparse_unmerged },
-		{ "untouched_pages_checked", sh->zero_checked },
-		{ "prot_none_unmerged", sh->prot_none_unmerged },
-		{ "unmerge_ksm_pages_left", sh->unmerge_left },
-		{ "uffd_wp_ranges", sh->uffd_ranges },
-		{ "uffd_wp_unmerged", sh->uffd_unmerged },
-		{ "uffd_wp_merged_pages", sh->uffd_ksm_pages },
-		{ "uffd_wp_lost", sh->uffd_lost_unmerge + sh->uffd_lost_other },
-	};
-
-	for (size_t i = 0; i < ARRAY_SIZE(stats); i++)
-		ksft_print_msg("stat %s %lu\n", stats[i].name, stats[i].n);
 }
 
 int main(int argc, char **argv)
 {
-	long saved_run, saved_sleep, saved_scan, max_sharing = 0;
-	uint64_t seed = 1;
+	uint64_t flags;
 	pid_t pids[MAX_PROCS];
 	bool no_hang, drained;
 	time_t start;
-	int opt;
 
 	ps = sysconf(_SC_PAGESIZE);
 	if (argc == 4 && !strcmp(argv[1], "--exec-child")) {
@@ -1400,41 +1258,22 @@ int main(int argc, char **argv)
 			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		return sh == MAP_FAILED ? 3 : exec_child(atoi(argv[2]), atoi(argv[3]));
 	}
-	while ((opt = getopt(argc, argv, "d:i:p:t:s:")) != -1) {
-		switch (opt) {
-		case 'd': duration = strtoul(optarg, NULL, 0); break;
-		case 'i': max_iter = strtoul(optarg, NULL, 0); iter_given = true; break;
-		case 'p': nprocs = atoi(optarg); break;
-		case 't': nthreads = atoi(optarg); break;
-		case 's': seed = strtoull(optarg, NULL, 0); break;
-		default:
-			fprintf(stderr, "usage: %s [-d seconds] [-i ops per thread] [-p procs 1-%d] [-t threads 1-%d] [-s seed]\n",
-				argv[0], MAX_PROCS, MAX_THREADS);
-			return KSFT_FAIL;
-		}
-	}
-	if (nprocs < 1 || nprocs > MAX_PROCS || nthreads < 1 || nthreads > MAX_THREADS) {
-		fprintf(stderr, "%s: -p must be 1-%d and -t 1-%d\n", argv[0], MAX_PROCS, MAX_THREADS);
-		return KSFT_FAIL;
-	}
+	parse_opts(argc, argv, &opts);
+	duration = opts.seconds;
 
 	ksft_print_header();
 	if (geteuid())
 		ksft_exit_skip("needs root to drive ksmd\n");
 	if (get_merge() < 0)
 		ksft_exit_skip("no PR_GET_MEMORY_MERGE: %s\n", strerror(errno));
-	saved_run = sysfs_read("run");
-	saved_sleep = sysfs_read("sleep_millisecs");
-	saved_scan = sysfs_read("pages_to_scan");
-	if (saved_run < 0 || sysfs_write("sleep_millisecs", 0) || sysfs_write("pages_to_scan", 5000) ||
-	    sysfs_write("run", 1))
+	if (!ksmd_fast(5000))
 		ksft_exit_skip("cannot set up ksmd in " KSM_SYSFS "\n");
 	ksft_set_plan(11);
 	ksft_print_msg("%d processes x %d threads, %lu s or %lu ops per thread, seed %llu\n",
-		       nprocs, nthreads, duration, max_iter, (unsigned long long)seed);
+		       opts.procs, opts.threads, duration, opts.iterations, opts.s);
 	uffd_ok = uffd_probe();
-	kpageflags_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
-	if (kpageflags_fd < 0)
+	kpageflags_ok = !kpageflags_read(0, &flags);
+	if (!kpageflags_ok)
 		ksft_print_msg("no /proc/kpageflags (%s): uffd-wp bits lost in an unmerge are counted as lost elsewhere\n",
 			       strerror(errno));
 
@@ -1444,16 +1283,16 @@ int main(int argc, char **argv)
 	ps = sysconf(_SC_PAGESIZE);
 	deadline = time(NULL) + duration;
 	fflush(stdout);
-	for (int p = 0; p < nprocs; p++) {
+	for (int p = 0; p < opts.procs; p++) {
 		pids[p] = fork();
 		if (pids[p] < 0)
 			ksft_exit_fail_msg("fork: %s\n", strerror(errno));
 		if (pids[p] == 0)
-			_exit(worker(p, seed));
+			_exit(worker(p, opts.s));
 		sh->processes++;
 	}
 	start = time(NULL);
-	no_hang = watch(pids, &max_sharing);
+	no_hang = watch(pids);
 	ksft_print_msg("workers ran %ld s\n", (long)(time(NULL) - start));
 	drained = no_hang && counters_drain();
 
@@ -1478,12 +1317,12 @@ int main(int argc, char **argv)
 	 * Without a merged write-protected page unmerged the check was not
 	 * made: a failure, but in a run cut short by -i.
 	 */
-	if (!uffd_ok || kpageflags_fd < 0)
+	if (!uffd_ok || !kpageflags_ok)
 		ksft_test_result_skip("uffd-wp ranges kept their protection through unmerging: %s\n",
 				      uffd_ok ? "no /proc/kpageflags" : "no userfaultfd write-protection");
-	else if (!sh->uffd_ksm_pages && iter_given)
+	else if (!sh->uffd_ksm_pages && opts.iterations_given)
 		ksft_test_result_skip("no write-protected page was merged when %lu uffd-wp ranges were unmerged (-i %lu)\n",
-				      sh->uffd_unmerged, max_iter);
+				      sh->uffd_unmerged, opts.iterations);
 	else
 		ksft_test_result(sh->uffd_ksm_pages && !sh->uffd_lost_unmerge, "%lu unmerges of uffd-wp ranges while write-protected (%lu by PR_SET_MEMORY_MERGE 0; %lu merged write-protected pages) kept the uffd-wp bit (%lu pages lost it)\n",
 				 sh->uffd_unmerged, sh->uffd_unmerged_prctl, sh->uffd_ksm_pages,
@@ -1496,10 +1335,17 @@ int main(int argc, char **argv)
 
 	ksft_print_msg("%lu mremap() calls refused a range of several VMAs (EFAULT)\n",
 		       sh->mremap_efault);
-	print_stats();
+	/* "# stat NAME VALUE" lines, which scripts/stress-report.sh adds up */
+	print_stats("operations", sh->ops, "processes", sh->processes,
+		    "pages_verified", sh->pages_verified, "mismatches", sh->mismatches,
+		    "sparse_reservations", sh->sparse_made, "sparse_unmerged", sh->sparse_unmerged,
+		    "untouched_pages_checked", sh->zero_checked,
+		    "prot_none_unmerged", sh->prot_none_unmerged,
+		    "unmerge_ksm_pages_left", sh->unmerge_left,
+		    "uffd_wp_ranges", sh->uffd_ranges, "uffd_wp_unmerged", sh->uffd_unmerged,
+		    "uffd_wp_merged_pages", sh->uffd_ksm_pages,
+		    "uffd_wp_lost", sh->uffd_lost_unmerge + sh->uffd_lost_other, NULL);
 
-	sysfs_write("pages_to_scan", saved_scan);
-	sysfs_write("sleep_millisecs", saved_sleep);
-	sysfs_write("run", saved_run);
+	knobs_restore();
 	ksft_finished();
 }
