@@ -6,7 +6,7 @@ CONFIG  ?= test
 OUT     ?= build/out/$(if $(filter build/src,$(SRC)),,$(notdir $(SRC))-)$(CONFIG)
 KERNEL  ?= build/out/test/arch/x86/boot/bzImage
 
-frags_test     := base ksm debug
+frags_test     := base ksm debian-mm debug
 frags_run      := base ksm
 frags_noksm    := base noksm
 frags_noprocfs := base ksm noprocfs

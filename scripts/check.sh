@@ -41,6 +41,8 @@ for p in $(grep -v -e '^#' -e '^0000-cover-letter' patches/series); do
 	step "checkpatch --strict $p" "checkpatch-${p%.patch}" checkpatch "$p"
 done
 step "man pages: groff -ww and man --warnings" man sh scripts/check-man.sh
+step "config: config/debian-mm.config is what linux-config-6.1 has for mm" debian-mm \
+	sh -c "sh scripts/debian-mm-config.sh $src | diff -u config/debian-mm.config -"
 fi
 
 # (b) builds. Bisect first, in the test kernel's build dir: each patch is an incremental
@@ -59,6 +61,26 @@ else
 				-I$src/tools/testing/selftests -c -o /dev/null "$src/$f" || return 1
 		done
 	}
+	# A patch that changes only Documentation/ cannot change the kernel build: build the
+	# documents it changes as `make htmldocs` does (Sphinx, SPHINXDIRS = their directories)
+	# and validate the ABI files (scripts/get_abi.pl). A warning or error about one of its
+	# files fails, but for references to documents outside SPHINXDIRS, which a partial
+	# build cannot resolve.
+	bisect_docs() { # FILE...
+		local dirs out f rc
+		dirs=$(printf '%s\n' "$@" | sed -n 's@^Documentation/\(.*\)/[^/]*\.rst$@\1@p' | sort -u | paste -sd' ')
+		out=$( { [ -z "$dirs" ] || make -s -C $src O="$PWD/build/out/docs" SPHINXDIRS="$dirs" htmldocs &&
+			perl $src/scripts/get_abi.pl validate --dir $src/Documentation/ABI; } 2>&1)
+		rc=$?
+		printf '%s\n' "$out"
+		[ $rc = 0 ] || return 1
+		for f in "$@"; do
+			if printf '%s\n' "$out" | grep -F -A2 "$f" | grep -v -e 'unknown document' \
+				-e 'undefined label' | grep -q -e WARNING -e ERROR -e Warning; then
+				echo "bisect_docs: warnings about $f"; return 1
+			fi
+		done
+	}
 	for c in $commits; do
 		git -C $src checkout -q "$c"
 		name="bisect: build after $(git -C $src log -1 --format=%s "$c")"
@@ -67,7 +89,8 @@ else
 		elif tools=$(git -C $src diff --name-only "$c^" "$c" -- 'tools/*.c') && [ -n "$tools" ]; then
 			step "$name (the tools/ programs it changes)" "bisect-$c" bisect_tools $tools
 		else
-			result skip "$name" "changes only Documentation/: no kernel build to check"
+			step "$name (the documents it changes: Sphinx, get_abi.pl)" "bisect-$c" \
+				bisect_docs $(git -C $src diff --name-only "$c^" "$c")
 		fi
 	done
 	git -C $src checkout -q main

@@ -1,14 +1,15 @@
 #!/bin/sh
 # stress-report.sh COMMAND LOG CONSOLE SECONDS: markdown table of a stress run from its guest
 # output LOG (TAP per program, "# stat KEY VALUE" lines) and its console log.  A second table
-# has the counts of the unmerge checks (sparse, PROT_NONE, uffd-wp) of the programs that have them.
+# has the counts of the unmerge checks (sparse, PROT_NONE, uffd-wp) of the programs that have them,
+# a third one ksm_mm's result and counts ("# count FEATURE KEY VALUE") per mm feature.
 set -eu
 [ $# = 4 ] || { echo "usage: stress-report.sh COMMAND LOG CONSOLE SECONDS" >&2; exit 2; }
 cmd=$1 log=$2 con=$3 secs=$4
 splats=$(sh scripts/check-splat.sh "$con" 2>/dev/null && echo 0 || echo 1)
 leaks=$(grep -c 'unreferenced object' "$con" "$log" | awk -F: '{ n += $NF } END { print n + 0 }')
 echo "Last run: \`$cmd\`, $(date -u +%Y-%m-%d), kernel $(sed -n 's/.*Linux version \([^ ]*\).*/\1/p' "$con" | head -n 1)" \
-	"(debug test config: KASAN, lockdep, DEBUG_VM, DEBUG_VM_MAPLE_TREE, DEBUG_LIST, kmemleak), QEMU TCG -smp 2, ${secs} s in all."
+	"(debug test config: Debian's mm options, KASAN, lockdep, DEBUG_VM, DEBUG_VM_MAPLE_TREE, DEBUG_LIST, kmemleak), QEMU TCG -smp 2, ${secs} s in all."
 echo
 echo "| program | results ok/not ok/skip | operations | processes | pages verified | faults injected | signals sent | data mismatches |"
 echo "|---|---|---|---|---|---|---|---|"
@@ -33,15 +34,27 @@ function flush(  i, row) {
 	tok += ok; tnok += nok; tsk += sk; ok = nok = sk = 0
 }
 /^### / { flush(); prog = $2; next }
+prog == "ksm_mm" && /^(not )?ok [0-9]+ [a-z_]+:/ {
+	f = $0; sub(/^(not )?ok [0-9]+ /, "", f); sub(/:.*/, "", f)
+	feat[++nf] = f
+	res[f] = /^not ok/ ? "**not ok**" : /# *[Ss][Kk][Ii][Pp]/ ? "skip: " substr($0, index($0, "SKIP") + 5) : "ok"
+}
 /^ok [0-9]+.*# *[Ss][Kk][Ii][Pp]/ { sk++; next }
 /^ok [0-9]+/ { ok++; next }
 /^not ok [0-9]+/ { nok++; next }
 /^# stat [a-z_]+ [0-9]+$/ { s[$3] += $4 }
+/^# count [a-z_]+ [a-z_0-9]+ -?[0-9]+$/ { cnt[$3] = cnt[$3] (cnt[$3] == "" ? "" : ", ") $4 " " $5 }
 END {
 	flush()
 	printf "| **all** | %d/%d/%d | %d | %d | %d | %d | %d | %d |\n", tok, tnok, tsk,
 		tot["operations"], tot["processes"], tot["pages_verified"], tot["faults_injected"],
 		tot["signals_sent"], tot["mismatches"]
+	if (nf) {
+		print "\n| mm feature (ksm_mm) | result | counts |"
+		print "|---|---|---|"
+		for (i = 1; i <= nf; i++)
+			printf "| %s | %s | %s |\n", feat[i], res[feat[i]], cnt[feat[i]]
+	}
 	if (rows == "") exit
 	print "\n| program | sparse reservations | sparse ones unmerged | untouched pages checked |" \
 		" PROT_NONE unmerges | uffd-wp ranges | uffd-wp unmerges | merged uffd-wp pages unmerged |" \
