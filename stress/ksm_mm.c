@@ -31,7 +31,7 @@
  * no free huge pages, no PKU) is a SKIP with the reason. Counts per feature
  * are "# count FEATURE KEY VALUE" lines, the usual totals "# stat KEY VALUE".
  *
- * Usage: ksm_mm [-d seconds] [-i rounds per feature] [-t feature,...]
+ * Usage: ksm_mm [-d seconds] [-i rounds per feature] [-f feature,...]
  * Needs root; restores every knob it changes.
  */
 #define _GNU_SOURCE
@@ -1184,7 +1184,7 @@ static const struct feature {
 	{ "zero_pages", test_zero_pages },
 };
 
-/* -t NAME[,NAME...]: whether feature @f is one of them (all without -t). */
+/* -f NAME[,NAME...]: whether feature @f is one of them (all without -f). */
 static bool selected(const char *only, const struct feature *f)
 {
 	size_t len = strlen(f->name);
@@ -1205,17 +1205,11 @@ static void on_fatal(int sig)
 	raise(sig);
 }
 
+/* After knobs_restore(), at the exit of this process (not of a child). */
 static void cleanup(void)
 {
-	static pid_t owner;
-
-	if (!owner)
-		owner = getpid();
-	if (owner != getpid())
-		return;
 	cgroup_remove(cg_dir);
 	swap_remove();
-	knobs_restore();
 }
 
 int main(int argc, char **argv)
@@ -1225,7 +1219,7 @@ int main(int argc, char **argv)
 	size_t t, n = 0, i = 0;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "d:i:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:i:f:")) != -1) {
 		switch (opt) {
 		case 'd':
 			secs = atof(optarg);
@@ -1233,11 +1227,11 @@ int main(int argc, char **argv)
 		case 'i':
 			max_rounds = atoi(optarg);
 			break;
-		case 't':
+		case 'f':
 			only = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-d seconds] [-i rounds per feature] [-t feature,...]\n",
+			fprintf(stderr, "usage: %s [-d seconds] [-i rounds per feature] [-f feature,...]\n",
 				argv[0]);
 			return 2;
 		}
@@ -1245,7 +1239,7 @@ int main(int argc, char **argv)
 	for (t = 0; t < ARRAY_SIZE(features); t++)
 		n += selected(only, &features[t]);
 	if (!n) {
-		fprintf(stderr, "%s: no feature named in -t %s; features:", argv[0], only);
+		fprintf(stderr, "%s: no feature named in -f %s; features:", argv[0], only);
 		for (t = 0; t < ARRAY_SIZE(features); t++)
 			fprintf(stderr, " %s", features[t].name);
 		fprintf(stderr, "\n");
@@ -1261,8 +1255,7 @@ int main(int argc, char **argv)
 	if (stats == MAP_FAILED)
 		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
 	zero_stop = (int *)(stats + 1);
-	cleanup();
-	atexit(cleanup);
+	cleanup_at_exit(cleanup);
 	signal(SIGTERM, on_fatal);
 	signal(SIGINT, on_fatal);
 	ksft_set_plan(n);
