@@ -53,7 +53,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/kernel-page-flags.h>
 
 #include "kselftest.h"
 #include "ksm_util.h"
@@ -191,12 +190,10 @@ static void area_fill_dups(struct area *a, uint64_t base, size_t dups)
 		page_fill(a, i, base + i % dups);
 }
 
+/* The KSM pages of ksm_util.c, for one page. */
 static bool page_is_ksm(const char *addr)
 {
-	uint64_t e = pagemap_entry(addr);
-
-	return (e & PM_PRESENT) && (e & PM_PFN) &&
-	       (kpageflags(e & PM_PFN) & (1ULL << KPF_KSM));
+	return pagemap_ksm(pagemap_entry(addr));
 }
 
 /*
@@ -215,12 +212,7 @@ static bool page_is_ksm_settled(const char *addr)
 
 static long area_ksm_pages(const struct area *a)
 {
-	long n = 0;
-	size_t i;
-
-	for (i = 0; i < a->pages; i++)
-		n += page_is_ksm(a->p + i * PAGE);
-	return n;
+	return ksm_pages_in(a->p, a->pages);
 }
 
 /* Reads a word of every page: faults back in what was swapped out. */
