@@ -35,6 +35,7 @@
  * Needs root; restores every knob it changes.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -498,6 +499,46 @@ static long move_pages_to(void **pages, int *nodes, int *status, long n)
 	return syscall(SYS_move_pages, 0, n, pages, nodes, status, MPOL_MF_MOVE_ALL);
 }
 
+/*
+ * Migration of a page fails for a moment while someone else holds it (ksmd
+ * comparing it, a concurrent fault), and move_pages() then stops at that
+ * batch: it returns how many pages it did not move and leaves the status of
+ * the pages after it as it was. Move what is not there yet a few times.
+ */
+static bool move_pages_retry(void **pages, int *nodes, int *status, long n)
+{
+	void **p = calloc(n, sizeof(*p));
+	int *nd = calloc(n, sizeof(*nd)), *st = calloc(n, sizeof(*st)), try;
+	long i, m, *idx = calloc(n, sizeof(*idx));
+	bool ok = true;
+
+	if (!p || !nd || !st || !idx)
+		return expect(false, "move_pages: out of memory");
+	for (try = 0; try < 5; try++) {
+		for (i = m = 0; i < n; i++) {
+			if (status[i] == nodes[i])
+				continue;
+			p[m] = pages[i];
+			nd[m] = nodes[i];
+			st[m] = status[i];	/* where move_pages() stops short */
+			idx[m++] = i;
+		}
+		if (!m)
+			break;
+		if (move_pages_to(p, nd, st, m) < 0 && errno != ENOMEM && errno != EBUSY) {
+			ok = expect(false, "move_pages: %m");
+			break;
+		}
+		for (i = 0; i < m; i++)
+			status[idx[i]] = st[i];
+	}
+	free(p);
+	free(nd);
+	free(st);
+	free(idx);
+	return ok;
+}
+
 static bool mbind_node(char *p, size_t len, int node)
 {
 	unsigned long mask = 1UL << node;
@@ -541,8 +582,7 @@ static int migrate_worker(int mac)
 			break;
 		for (i = 0; i < n; i++)
 			nodes[i] = status[i] == 0;
-		if (move_pages_to(pages, nodes, status, n) < 0)
-			ok &= expect(errno == ENOMEM || errno == EBUSY, "move_pages: %m");
+		ok &= move_pages_retry(pages, nodes, status, n);
 		for (i = 0; i < n; i++) {
 			if (status[i] != nodes[i])
 				continue;
@@ -587,9 +627,36 @@ static int migrate_worker(int mac)
  * with an enable and a disable first. Then try again for a while: a mapped
  * page "could race with __mmput()" of a worker that just exited (mm/ksm.c).
  */
+/* Who maps KSM pages, for a report: "PID COMM N kB" of each, up to @size. */
+static void ksm_mappers(char *buf, size_t size)
+{
+	char path[300], comm[32];
+	struct dirent *de;
+	size_t len = 0;
+	DIR *d = opendir("/proc");
+	long kb;
+
+	buf[0] = 0;
+	while (d && (de = readdir(d)) && len + 64 < size) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/smaps_rollup", de->d_name);
+		kb = read_key(path, "KSM:");
+		if (kb <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+		if (read_file(path, comm, sizeof(comm)) < 0)
+			strcpy(comm, "?");
+		comm[strcspn(comm, "\n")] = 0;
+		len += snprintf(buf + len, size - len, " %s %s %ld kB;", de->d_name, comm, kb);
+	}
+	if (d)
+		closedir(d);
+}
+
 static bool set_merge_across_nodes(int mac)
 {
-	char path[] = KSM_SYSFS "merge_across_nodes", val[4];
+	char path[] = KSM_SYSFS "merge_across_nodes", val[4], who[512];
 	long kb = read_key("/proc/self/smaps_rollup", "KSM:");
 	int try;
 
@@ -610,9 +677,10 @@ static bool set_merge_across_nodes(int mac)
 		stat_add(&stats->count[1][MG_BUSY], 1);
 		sleep(1);
 	}
-	expect(false, "write %s to %s: %m (pages_shared %ld, pages_sharing %ld, KSM: %ld kB here)",
+	ksm_mappers(who, sizeof(who));
+	expect(false, "write %s to %s: %m (pages_shared %ld, pages_sharing %ld; processes that map KSM pages:%s)",
 	       val, path, ksm_read("pages_shared"), ksm_read("pages_sharing"),
-	       read_key("/proc/self/smaps_rollup", "KSM:"));
+	       who[0] ? who : " none");
 	ksm_set("run", "1");	/* for the tests after this one */
 	return false;
 }
