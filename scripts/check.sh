@@ -20,8 +20,20 @@ result() { # ok|fail|skip NAME [DETAIL]
 	esac
 }
 step() { # NAME LOGNAME CMD...: run CMD, output to the log, one result
-	local name=$1 log=$logs/$2.log t=$SECONDS; shift 2
-	if "$@" > "$log" 2>&1; then result ok "$name"; else result fail "$name" "see $log"; fi
+	local name=$1 log=$logs/$2.log t=$SECONDS next=$((SECONDS + 15)) pid rc=0 p; shift 2
+	# (CMD in an if, as before it ran in the background: set -e stays off in its functions)
+	{ if "$@"; then exit 0; else exit $?; fi; } > "$log" 2>&1 & pid=$!
+	# A step that runs for minutes (a kernel build) says so every 15 s, with the progress
+	# line of build-kernel.sh when it printed one.
+	while kill -0 $pid 2>/dev/null; do
+		sleep 1
+		[ $SECONDS -ge $next ] || continue
+		next=$((next + 15))
+		p=$(grep '^build-kernel.sh: building .*objects built' "$log" | tail -n 1 || true)
+		echo "#   ... $((SECONDS - t))s: ${p:-still running}" | sed 's/: build-kernel.sh: /: /'
+	done
+	wait $pid || rc=$?
+	if [ $rc = 0 ]; then result ok "$name"; else result fail "$name" "see $log"; fi
 	echo "#   ($((SECONDS - t))s)"
 }
 summary() { echo "$pass passed, $fail failed, $skip skipped"; [ $fail = 0 ]; }
@@ -137,7 +149,9 @@ if grep -q '^VM-EXIT-STATUS: 0' $con 2>/dev/null; then result ok "guest: boot an
 else result fail "guest: boot and run guest-tests.sh" "see $logs/guest.log"; fi
 while read -r _ r rest; do
 	case $r in ok) result ok "guest: $rest";; skip) result skip "guest: $rest";;
-		*) result fail "guest: ${rest#ok }";; esac
+		*) rest=${rest#ok } why=
+		   case $rest in *" # why: "*) why=${rest#* # why: } rest=${rest%% # why: *};; esac
+		   result fail "guest: $rest" "$why";; esac
 done < <(tr -d '\r' < $con 2>/dev/null | grep '^RESULT: ' || true)
 if m=$(sh scripts/check-splat.sh $con 2>&1); then result ok "guest: no kernel splat"
 else result fail "guest: no kernel splat" "$m"; fi

@@ -11,12 +11,16 @@ run() { # KIND NAME COMMAND
 	cat $out
 	if [ "$kind" = tap ]; then
 		# A skip names its reason; kselftest programs often print it on the line before.
+		# A failure gets the first and the last diagnostic since the last result (no counts),
+		# after " # why: ", so that check.sh's summary says what went wrong.
 		awk -v n="$name" '/^(not )?ok [0-9]+/ { r = /^not/ ? "not ok" : "ok"
 			if (r == "ok" && / # [Ss][Kk][Ii][Pp]/) r = "skip"
 			d = $0; sub(/^(not )?ok [0-9]+ *-? */, "", d)
 			if (r == "skip" && prev != "") d = d " (" prev ")"
-			print "RESULT: " r " " n ": " d; prev = ""; next }
-			!/^(TAP version|1\.\.)/ && NF { prev = $0; sub(/^# */, "", prev); sub(/[ \t]+$/, "", prev) }' $out
+			if (r == "not ok" && why != "") d = d " # why: " substr(why (last != why ? " ... " last : ""), 1, 400)
+			print "RESULT: " r " " n ": " d; prev = why = last = ""; next }
+			!/^(TAP version|1\.\.)/ && NF { prev = $0; sub(/^# */, "", prev); sub(/[ \t]+$/, "", prev)
+				if (/^# / && !/^# (count|stat) /) { if (why == "") why = prev; last = prev } }' $out
 		grep -qE '^1\.\.[0-9]+' $out || echo "RESULT: not ok $name: printed no TAP plan"
 		case $rc in 0|4) ;; *) echo "RESULT: not ok $name: exit status $rc";; esac
 	else
