@@ -38,5 +38,18 @@ awk '/^CONFIG_[A-Za-z0-9_]+=/{o=$0; sub(/=.*/,"",o); want[o]=$0}
 done
 echo "$key" > "$out/.harness-config"
 fi
-mk ${BUILD_TARGET:-bzImage}
+# A line every 15 s (make -s prints nothing for minutes): objects built so far, and how
+# many the last build in $out had in all.
+touch "$out/.harness-start"
+mk ${BUILD_TARGET:-bzImage} & pid=$!
+total=$(cat "$out/.harness-objs" 2>/dev/null || true) i=0
+while kill -0 $pid 2>/dev/null; do
+	sleep 1; i=$((i + 1))
+	[ $((i % 15)) = 0 ] || continue
+	echo "build-kernel.sh: building ${out##*/}: $(( $(date +%s) - start ))s, $(find "$out" -name '*.o' \
+		-newer "$out/.harness-start" | wc -l) objects built${total:+ (of $total objects in all)}"
+done
+rc=0; wait $pid || rc=$?
+[ $rc = 0 ] || { echo "build-kernel.sh: building $out failed (make exit $rc)" >&2; exit $rc; }
+find "$out" -name '*.o' | wc -l > "$out/.harness-objs"
 echo "build-kernel.sh: built $out in $(( $(date +%s) - start ))s ($(sed -n 's/^# Linux.* \([0-9.]*\) Kernel Configuration/\1/p' "$out/.config"))"
