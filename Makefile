@@ -11,21 +11,25 @@ frags_run      := base ksm
 frags_noksm    := base noksm
 frags_noprocfs := base ksm noprocfs
 
-.PHONY: deps tree export src kernel vm run check check-quick stress stress-progs clean distclean bench
+.PHONY: deps deps-run deps-check deps-bench tree export src kernel vm run check check-quick stress \
+	stress-progs clean distclean bench
 
+# What every purpose needs (scripts/deps.sh): `make deps` installs all of it.
 deps:
-	@sh scripts/deps.sh
+	@sh scripts/deps.sh all
+deps-run deps-check deps-bench:
+	@sh scripts/deps.sh $(@:deps-%=%)
 
-tree: deps
+tree: deps-run
 	sh scripts/tree.sh $(TREE) $(PATCHES)
 
 export:
 	sh scripts/export.sh $(TREE) $(PATCHES)
 
-src: deps
+src: deps-run
 	sh scripts/src.sh
 
-kernel: deps
+kernel: deps-run
 	@test -n "$(frags_$(CONFIG))" || { echo "unknown CONFIG=$(CONFIG): use test, run, noksm or noprocfs"; exit 1; }
 	@test -d $(SRC) || { echo "no tree $(SRC): run 'make src' (series) or 'make tree'"; exit 1; }
 	sh scripts/build-kernel.sh $(SRC) $(OUT) $(foreach f,$(frags_$(CONFIG)),config/$(f).config)
@@ -35,10 +39,10 @@ build/ksmctl: $(SRC)/tools/vm/ksmctl.c
 	$(MAKE) -s -C $(SRC)/tools/vm ksmctl
 	cp $(SRC)/tools/vm/ksmctl $@
 
-vm: deps
+vm: deps-run
 	KERNEL=$(KERNEL) sh scripts/vm.sh "$$CMD" $(FILES)
 
-run: deps
+run: deps-run
 	sh scripts/src.sh
 	$(MAKE) --no-print-directory kernel CONFIG=run SRC=build/src
 	$(MAKE) --no-print-directory build/ksmctl
@@ -50,7 +54,7 @@ ITERATIONS ?=
 # stress/ksm_util.c is no program: the helpers every program links (and bench/ksmbench.c)
 stress_progs := $(patsubst stress/%.c,build/stress/%,$(filter-out stress/ksm_util.c,$(wildcard stress/*.c)))
 
-stress: deps
+stress: deps-check
 	sh scripts/stress.sh $(DURATION) $(ITERATIONS)
 
 stress-progs: $(stress_progs)
@@ -63,14 +67,14 @@ build/stress/%: stress/%.c stress/ksm_util.c stress/ksm_util.h build/out/test/us
 	gcc -O2 -g -Wall -Wextra -Werror -pthread -isystem build/out/test/usr/include \
 		-I$(SRC)/tools/testing/selftests -o $@ $< stress/ksm_util.c
 
-check: deps
+check: deps-check
 	bash scripts/check.sh
 
-check-quick: deps
+check-quick: deps-check
 	bash scripts/check.sh --quick
 
 # base (no series) and patched kernels, same config; bench/results.md + bench/results.png
-bench: deps
+bench: deps-bench
 	sh scripts/bench.sh
 
 clean:

@@ -1,20 +1,35 @@
 #!/bin/sh
-# deps.sh: install the Debian packages the harness needs (apt-get when root).
+# deps.sh [run|check|bench|all]: install the Debian packages that a purpose needs (apt-get
+# --no-install-recommends, as root), or print the apt-get line that does (not root).
+#   run    make run/tree/kernel/vm: unpack the base, build a kernel, boot it, the demo
+#   check  make check/stress: + 6.12 (upstream selftests), s390 cross compiler, checkpatch's
+#          python, man pages, Sphinx, libraries of the selftests
+#   bench  make bench: + 6.12 (the peer kernel), matplotlib for the plot
 set -eu
-pkgs="linux-source-6.1 linux-source-6.12 linux-config-6.1 git make gcc bc bison flex libelf-dev libssl-dev cpio xz-utils
- ccache qemu-system-x86 gcc-s390x-linux-gnu busybox-static kmod rsync libcap-dev
- libnuma-dev python3 python3-ply python3-git perl groff-base man-db
- python3-matplotlib python3-sphinx python3-sphinx-rtd-theme"
+run="linux-source-6.1 git make gcc libc6-dev bc bison flex libelf-dev libssl-dev xz-utils
+ ccache qemu-system-x86 busybox-static python3"
+check="linux-source-6.12 linux-config-6.1 gcc-s390x-linux-gnu kmod rsync cpio libcap-dev
+ libnuma-dev python3-ply python3-git perl groff-base man-db python3-sphinx python3-sphinx-rtd-theme"
+bench="linux-source-6.12 rsync libnuma-dev python3-matplotlib"
+case ${1:-all} in
+run) pkgs=$run;;
+check) pkgs="$run $check";;
+bench) pkgs="$run $bench";;
+all) pkgs="$run $check $bench";;
+*) echo "usage: deps.sh [run|check|bench|all]" >&2; exit 2;;
+esac
 missing=
 for p in $pkgs; do
+	case " $missing " in *" $p "*) continue;; esac
 	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
+line="apt-get install -y --no-install-recommends$missing"
 if [ "$(id -u)" != 0 ]; then
-	echo "deps.sh: missing packages:$missing" >&2
-	echo "deps.sh: run as root: apt-get update && apt-get install -y$missing" >&2
+	echo "deps.sh: missing packages for '${1:-all}':$missing" >&2
+	echo "deps.sh: run as root: apt-get update && $line" >&2
 	exit 1
 fi
-echo "deps.sh: installing:$missing"
+echo "deps.sh: installing for '${1:-all}':$missing"
 apt-get update -q
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing
+DEBIAN_FRONTEND=noninteractive $line -q
