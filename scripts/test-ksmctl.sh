@@ -7,12 +7,15 @@
 
 K=${1:?usage: ksmctl_test.sh PATH/TO/ksmctl}
 KSM=/sys/kernel/mm/ksm
-NTESTS=30
+NTESTS=34
 n=0
 failed=0
 TMP=$(mktemp -d) || exit 1
 BG=
 ZBG=
+CGPIDS=
+CGDIRS=
+CGMOUNTED=
 old_run=
 old_zero=
 
@@ -20,6 +23,9 @@ old_zero=
 cleanup() {
 	[ -n "$BG" ] && kill "$BG" 2>/dev/null
 	[ -n "$ZBG" ] && kill "$ZBG" 2>/dev/null
+	[ -n "$CGPIDS" ] && kill $CGPIDS 2>/dev/null && wait $CGPIDS 2>/dev/null
+	for d in $CGDIRS; do rmdir "$d"; done
+	[ -n "$CGMOUNTED" ] && umount /sys/fs/cgroup
 	[ -n "$old_zero" ] && echo "$old_zero" >"$KSM/use_zero_pages"
 	if [ -n "$old_run" ]; then
 		echo "$old_pages" >"$KSM/pages_to_scan"
@@ -313,6 +319,108 @@ if [ -n "$ZBG" ]; then
 	ZBG=
 	echo "$old_zero" >"$KSM"/use_zero_pages
 	old_zero=
+fi
+
+# --- status --cgroup: two cgroups of enabled processes ---
+cg_skip() {
+	for t in "status --cgroup: one row per cgroup, with its process count" \
+		 "status --cgroup --json: sums of the per-process values, sorted by profit" \
+		 "status --cgroup as nobody: unreadable processes counted in their cgroup" \
+		 "status --cgroup: bad option exits 2, bad PID 1"; do
+		skip "$t" "$1"
+	done
+}
+# cgroup_run CGROUP: start a process with KSM on in CGROUP, 8 MiB of identical bytes
+cgroup_run() {
+	sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run python3 -c "$3"' sh "$1" "$K" \
+		'import time; b = b"\x6b" * (8 << 20); time.sleep(300)' &
+	CGPIDS="$CGPIDS $!"
+}
+if ! command -v python3 >/dev/null 2>&1; then
+	cg_skip "no python3"
+elif ! grep -q cgroup2 /proc/filesystems; then
+	cg_skip "kernel without cgroup v2 (CONFIG_CGROUPS)"
+else
+	if ! grep -q '^0::' /proc/self/cgroup || [ ! -e /sys/fs/cgroup/cgroup.procs ]; then
+		mount -t cgroup2 cgroup2 /sys/fs/cgroup && CGMOUNTED=1
+	fi
+	a=/sys/fs/cgroup/ksmctl-a.$$ b=/sys/fs/cgroup/ksmctl-b.$$
+	mkdir "$a" "$b" && CGDIRS="$a $b"
+	cgroup_run "$a"
+	cgroup_run "$a"
+	cgroup_run "$b"
+	# merged (ksmd is fast), then stopped (run 0 keeps the merges): a still picture
+	i=0
+	while [ $i -lt 200 ] && [ "$(ksm_value pages_sharing)" -lt 4096 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	echo 0 >"$KSM"/run
+	"$K" status --cgroup >"$TMP/cg" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] &&
+	grep -Eq '^PROCS +MERGING_PAGES +ZERO_PAGES +RMAP_ITEMS +PROFIT +UNREADABLE +CGROUP$' "$TMP/cg" &&
+	grep -Eq "^ +2 +[0-9]+ +([0-9]+|-) +[0-9]+ +-?[0-9.]+[KMGTPE]? +0  /ksmctl-a\.$$\$" "$TMP/cg" &&
+	grep -Eq "^ +1 +[0-9]+ +([0-9]+|-) +[0-9]+ +-?[0-9.]+[KMGTPE]? +0  /ksmctl-b\.$$\$" "$TMP/cg"
+	r=$?
+	ok $r "status --cgroup: one row per cgroup, with its process count"
+	[ $r -eq 0 ] || sed 's/^/# /' "$TMP/cg"
+
+	"$K" status --json >"$TMP/pj" && "$K" status --cgroup --json >"$TMP/cj" &&
+	python3 -c '
+import json, sys
+procs = json.load(open(sys.argv[1]))["processes"]
+cgs = json.load(open(sys.argv[2]))["cgroups"]
+keys = ("merging_pages", "zero_pages", "rmap_items", "profit")
+def cgroup(pid):
+    for l in open("/proc/%d/cgroup" % pid):
+        if l.startswith("0::"):
+            return l[3:].strip()
+sums = {}
+for p in procs:
+    s = sums.setdefault(cgroup(p["pid"]), dict(n=0, **{k: 0 for k in keys}))
+    s["n"] += 1
+    for k in keys:
+        s[k] = None if s[k] is None or p[k] is None else s[k] + p[k]
+rows = {c["cgroup"]: c for c in cgs}
+for path, want in ((sys.argv[3], 2), (sys.argv[4], 1)):
+    c, s = rows[path], sums[path]
+    assert c["processes"] == want == s["n"], (path, c, s)
+    assert c["merging_pages"] > 0, c
+    for k in keys:
+        assert c[k] == s[k], (path, k, c[k], s[k])
+for path, s in sums.items():
+    assert rows[path]["processes"] == s["n"], path
+profits = [c["profit"] for c in cgs if c["profit"] is not None]
+assert profits == sorted(profits, reverse=True), profits
+' "$TMP/pj" "$TMP/cj" "/ksmctl-a.$$" "/ksmctl-b.$$"
+	ok $? "status --cgroup --json: sums of the per-process values, sorted by profit"
+
+	if command -v setpriv >/dev/null 2>&1; then
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
+			"$K" status --cgroup >"$TMP/cgn" 2>&1
+		rc=$?
+		[ $rc -eq 0 ] &&
+		grep -Eq "^ +0 +- +- +- +- +2  /ksmctl-a\.$$\$" "$TMP/cgn" &&
+		grep -Eq "^ +0 +- +- +- +- +1  /ksmctl-b\.$$\$" "$TMP/cgn"
+		ok $? "status --cgroup as nobody: unreadable processes counted in their cgroup"
+	else
+		skip "status --cgroup as nobody: unreadable processes counted in their cgroup" \
+			"no setpriv"
+	fi
+
+	"$K" status --cgroup --bogus >/dev/null 2>&1
+	rc=$?
+	"$K" status --cgroup 12abc >/dev/null 2>&1
+	r=$?
+	[ $rc -eq 2 ] && [ $r -eq 1 ]
+	ok $? "status --cgroup: bad option exits 2 (got $rc), bad PID 1 (got $r)"
+
+	echo 1 >"$KSM"/run
+	kill $CGPIDS 2>/dev/null
+	wait $CGPIDS 2>/dev/null
+	CGPIDS=
+	rmdir $CGDIRS && CGDIRS=
 fi
 
 # --- watch ---
