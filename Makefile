@@ -6,10 +6,10 @@ CONFIG  ?= test
 OUT     ?= build/out/$(if $(filter build/src,$(SRC)),,$(notdir $(SRC))-)$(CONFIG)
 KERNEL  ?= build/out/test/arch/x86/boot/bzImage
 
-frags_test     := base ksm debian-mm debug
+frags_test     := base guest ksm debian-mm debug
 frags_run      := base ksm
-frags_noksm    := base noksm
-frags_noprocfs := base ksm noprocfs
+frags_noksm    := base guest noksm
+frags_noprocfs := base guest ksm noprocfs
 
 .PHONY: deps deps-run deps-check deps-bench tree export src kernel vm run check check-quick stress \
 	stress-progs clean distclean bench

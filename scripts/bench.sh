@@ -7,7 +7,7 @@
 set -eu
 reps=${BENCH_REPS:-3}
 icount=${BENCH_ICOUNT:-shift=0,sleep=off}
-frags="config/base.config config/ksm.config config/bench.config"
+frags="config/base.config config/guest.config config/ksm.config config/bench.config"
 out=build/bench; mkdir -p $out; : > $out/timing
 start=$(date +%s); t=$start
 lap() { now=$(date +%s); echo "$1 $((now - t))" >> $out/timing; t=$now; }
