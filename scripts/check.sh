@@ -143,8 +143,18 @@ step "guest: build upstream 6.12 KSM selftests (ksm_functional_tests, ksm_tests)
 con=$logs/guest-console.log t=$SECONDS
 # kmemleak on for the leak check that ends the list. The guest takes about 16 min on an idle
 # host and 25 under a concurrent kernel build: time out at 35.
+# Every 30 s a line with the results so far and the program running.
 VM_QUIET=1 VM_LOG=$con KERNEL=build/out/test/arch/x86/boot/bzImage VM_TIMEOUT=2100 \
-	VM_APPEND=kmemleak=on sh scripts/vm.sh 'sh scripts/guest-tests.sh' > $logs/guest.log 2>&1 || true
+	VM_APPEND=kmemleak=on sh scripts/vm.sh 'sh scripts/guest-tests.sh' > $logs/guest.log 2>&1 &
+pid=$! next=$((SECONDS + 30))
+while kill -0 $pid 2>/dev/null; do
+	sleep 1
+	[ $SECONDS -ge $next ] || continue
+	next=$((next + 30))
+	echo "#   ... $((SECONDS - t))s: $(grep -c '^RESULT: ' $con 2>/dev/null) guest results," \
+		"running: $(grep '^### ' $con 2>/dev/null | tail -n 1 | cut -c5-80)"
+done
+wait $pid || true
 if grep -q '^VM-EXIT-STATUS: 0' $con 2>/dev/null; then result ok "guest: boot and run guest-tests.sh"
 else result fail "guest: boot and run guest-tests.sh" "see $logs/guest.log"; fi
 while read -r _ r rest; do

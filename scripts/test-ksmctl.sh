@@ -349,9 +349,16 @@ else
 	cgroup_run "$a"
 	cgroup_run "$a"
 	cgroup_run "$b"
-	# merged (ksmd is fast), then stopped (run 0 keeps the merges): a still picture
+	# each one merged (ksmd is fast), then ksmd stopped (run 0 keeps the merges): a still
+	# picture for the tables to agree on
 	i=0
-	while [ $i -lt 200 ] && [ "$(ksm_value pages_sharing)" -lt 4096 ]; do
+	while [ $i -lt 300 ]; do
+		m=0
+		for p in $CGPIDS; do
+			v=$(sed -n 's/^ksm_merging_pages //p' /proc/"$p"/ksm_stat 2>/dev/null)
+			[ "${v:-0}" -gt 0 ] && m=$((m + 1))
+		done
+		[ $m -eq 3 ] && break
 		sleep 0.1
 		i=$((i + 1))
 	done
