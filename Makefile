@@ -7,7 +7,7 @@ OUT     ?= build/out/$(if $(filter build/src,$(SRC)),,$(notdir $(SRC))-)$(CONFIG
 KERNEL  ?= build/out/test/arch/x86/boot/bzImage
 
 frags_test     := base guest ksm debian-mm debug
-frags_run      := base ksm
+frags_run      := base ksm run
 frags_noksm    := base guest noksm
 frags_noprocfs := base guest ksm noprocfs
 

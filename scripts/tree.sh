@@ -23,6 +23,7 @@ elif [ -e "$tree" ]; then
 fi
 [ -r "$tarball" ] || { echo "tree.sh: $tarball missing: run 'make deps'" >&2; exit 1; }
 
+start=$(date +%s)
 if [ ! -d "$base" ]; then
 	tmp=build/base.tmp
 	rm -rf "$tmp"; mkdir -p "$tmp"
@@ -35,7 +36,9 @@ if [ ! -d "$base" ]; then
 		git -C "$tmp" commit -q -m "Linux $v (Debian linux-source-6.1)"
 	git -C "$tmp" tag base
 	git clone -q --bare "$tmp" "$base"
-	rm -rf "$tmp"
+	# The unpacked tree is the first TREE: a clone would check the 75k files out again.
+	if [ -e "$tree" ]; then rm -rf "$tmp"; else mkdir -p "$(dirname "$tree")" && mv "$tmp" "$tree"; fi
+	echo "tree.sh: $base made in $(( $(date +%s) - start ))s"
 fi
 
 [ -e "$tree" ] || { git clone -q "$base" "$tree" && git -C "$tree" tag -f base HEAD >/dev/null; }
@@ -63,4 +66,4 @@ for p in $(grep -v '^#' "$patches/series" 2>/dev/null || true); do
 	fi
 	n=$((n + 1))
 done
-echo "tree.sh: applied $n patches from $patches/series"
+echo "tree.sh: applied $n patches from $patches/series ($(( $(date +%s) - start ))s in all)"
