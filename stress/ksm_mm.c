@@ -492,7 +492,7 @@ out:
 /* 2. migration and compaction                                        */
 /* ------------------------------------------------------------------ */
 
-enum { MG_MOVED, MG_STILL_KSM, MG_MBIND, MG_COMPACT, MG_ROUNDS, MG_BUSY, MG_OURS_KB };
+enum { MG_MOVED, MG_STILL_KSM, MG_MBIND, MG_COMPACT, MG_ROUNDS, MG_BUSY, MG_OURS_KB, MG_LEFT };
 
 static long move_pages_to(void **pages, int *nodes, int *status, long n)
 {
@@ -553,7 +553,7 @@ static bool mbind_node(char *p, size_t len, int node)
 static int migrate_worker(int mac)
 {
 	void **pages;
-	int *nodes, *status, round;
+	int *nodes, *status, round, left_why[128] = { 0 }, e;
 	struct area a;
 	bool ok;
 
@@ -584,8 +584,11 @@ static int migrate_worker(int mac)
 			nodes[i] = status[i] == 0;
 		ok &= move_pages_retry(pages, nodes, status, n);
 		for (i = 0; i < n; i++) {
-			if (status[i] != nodes[i])
+			if (status[i] != nodes[i]) {
+				stat_add(&stats->count[1][MG_LEFT], 1);
+				left_why[status[i] < 0 ? (-status[i] & 127) : 0]++;
 				continue;
+			}
 			moved++;
 			ksm += page_is_ksm_settled(pages[i]);
 		}
@@ -615,6 +618,12 @@ static int migrate_worker(int mac)
 		stat_add(&stats->count[1][MG_ROUNDS], 1);
 	}
 	ok &= area_verify(&a, "migration: at exit");
+	/* Why pages stayed: a status of -errno, or 0 when move_pages() stopped before them */
+	for (e = 0; e < 128; e++)
+		if (left_why[e])
+			printf("# migration: %d pages not moved: %s\n", left_why[e],
+			       e ? strerror(e) : "not reached");
+	fflush(stdout);
 	return ok ? 0 : 1;
 }
 
@@ -715,6 +724,7 @@ static void test_migration(void)
 	ok &= set_merge_across_nodes(1);
 	printf("# count migration ksm_pages_moved %ld\n", stats->count[1][MG_MOVED]);
 	printf("# count migration still_ksm_after_move %ld\n", stats->count[1][MG_STILL_KSM]);
+	printf("# count migration ksm_pages_not_moved %ld\n", stats->count[1][MG_LEFT]);
 	delta_print("migration", d, ARRAY_SIZE(d));
 	printf("# count migration mbind_moves %ld\n", stats->count[1][MG_MBIND]);
 	printf("# count migration compactions %ld\n", stats->count[1][MG_COMPACT]);
