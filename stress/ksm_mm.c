@@ -501,15 +501,19 @@ static long move_pages_to(void **pages, int *nodes, int *status, long n)
 
 /*
  * Migration of a page fails for a moment while someone else holds it (ksmd
- * comparing it, a concurrent fault), and move_pages() then stops at that
- * batch: it returns how many pages it did not move and leaves the status of
- * the pages after it as it was. Move what is not there yet a few times.
+ * comparing it, the other worker moving the same KSM page the other way), and
+ * move_pages() then stops at that batch: it returns how many pages it did not
+ * move and leaves the status of the pages after it as it was. Move a few pages
+ * per call, so that one failure leaves only its own few behind, and move what
+ * is not there yet a few times.
  */
+#define MOVE_CHUNK 8
+
 static bool move_pages_retry(void **pages, int *nodes, int *status, long n)
 {
 	void **p = calloc(n, sizeof(*p));
 	int *nd = calloc(n, sizeof(*nd)), *st = calloc(n, sizeof(*st)), try;
-	long i, m, *idx = calloc(n, sizeof(*idx));
+	long i, j, m, *idx = calloc(n, sizeof(*idx));
 	bool ok = true;
 
 	if (!p || !nd || !st || !idx)
@@ -525,12 +529,14 @@ static bool move_pages_retry(void **pages, int *nodes, int *status, long n)
 		}
 		if (!m)
 			break;
-		if (move_pages_to(p, nd, st, m) < 0 && errno != ENOMEM && errno != EBUSY) {
-			ok = expect(false, "move_pages: %m");
-			break;
-		}
+		for (j = 0; ok && j < m; j += MOVE_CHUNK)
+			if (move_pages_to(p + j, nd + j, st + j, m - j < MOVE_CHUNK ? m - j : MOVE_CHUNK) < 0 &&
+			    errno != ENOMEM && errno != EBUSY)
+				ok = expect(false, "move_pages: %m");
 		for (i = 0; i < m; i++)
 			status[idx[i]] = st[i];
+		if (!ok)
+			break;
 	}
 	free(p);
 	free(nd);
