@@ -19,19 +19,25 @@ result() { # ok|fail|skip NAME [DETAIL]
 	*) fail=$((fail + 1)); echo "not ok $n - $2${3:+ # $3}";;
 	esac
 }
-step() { # NAME LOGNAME CMD...: run CMD, output to the log, one result
-	local name=$1 log=$logs/$2.log t=$SECONDS next=$((SECONDS + 15)) pid rc=0 p; shift 2
-	# (CMD in an if, as before it ran in the background: set -e stays off in its functions)
-	{ if "$@"; then exit 0; else exit $?; fi; } > "$log" 2>&1 & pid=$!
-	# A step that runs for minutes (a kernel build) says so every 15 s, with the progress
-	# line of build-kernel.sh when it printed one.
+progress() { # PID SECONDS CMD...: while PID runs, every SECONDS print "#   ... Ns: " + CMD's output
+	local pid=$1 every=$2 t=$SECONDS next=$((SECONDS + $2)); shift 2
 	while kill -0 $pid 2>/dev/null; do
 		sleep 1
 		[ $SECONDS -ge $next ] || continue
-		next=$((next + 15))
-		p=$(grep '^build-kernel.sh: building .*objects built' "$log" | tail -n 1 || true)
-		echo "#   ... $((SECONDS - t))s: ${p:-still running}" | sed 's/: build-kernel.sh: /: /'
+		next=$((next + every))
+		echo "#   ... $((SECONDS - t))s: $("$@")"
 	done
+}
+step_status() { # LOG: build-kernel.sh's latest progress line in LOG, or "still running"
+	local p; p=$(grep '^build-kernel.sh: building .*objects built' "$1" | tail -n 1 || true)
+	echo "${p:-still running}" | sed 's/^build-kernel.sh: //'
+}
+step() { # NAME LOGNAME CMD...: run CMD, output to the log, one result
+	local name=$1 log=$logs/$2.log t=$SECONDS pid rc=0; shift 2
+	# (CMD in an if, as before it ran in the background: set -e stays off in its functions)
+	{ if "$@"; then exit 0; else exit $?; fi; } > "$log" 2>&1 & pid=$!
+	# A step that runs for minutes (a kernel build) says so every 15 s.
+	progress $pid 15 step_status "$log"
 	wait $pid || rc=$?
 	if [ $rc = 0 ]; then result ok "$name"; else result fail "$name" "see $log"; fi
 	echo "#   ($((SECONDS - t))s)"
@@ -146,14 +152,10 @@ con=$logs/guest-console.log t=$SECONDS
 # Every 30 s a line with the results so far and the program running.
 VM_QUIET=1 VM_LOG=$con KERNEL=build/out/test/arch/x86/boot/bzImage VM_TIMEOUT=2100 \
 	VM_APPEND=kmemleak=on sh scripts/vm.sh 'sh scripts/guest-tests.sh' > $logs/guest.log 2>&1 &
-pid=$! next=$((SECONDS + 30))
-while kill -0 $pid 2>/dev/null; do
-	sleep 1
-	[ $SECONDS -ge $next ] || continue
-	next=$((next + 30))
-	echo "#   ... $((SECONDS - t))s: $(grep -c '^RESULT: ' $con 2>/dev/null) guest results," \
-		"running: $(grep '^### ' $con 2>/dev/null | tail -n 1 | cut -c5-80)"
-done
+pid=$!
+guest_status() { echo "$(grep -c '^RESULT: ' $con 2>/dev/null) guest results," \
+	"running: $(grep '^### ' $con 2>/dev/null | tail -n 1 | cut -c5-80)"; }
+progress $pid 30 guest_status
 wait $pid || true
 if grep -q '^VM-EXIT-STATUS: 0' $con 2>/dev/null; then result ok "guest: boot and run guest-tests.sh"
 else result fail "guest: boot and run guest-tests.sh" "see $logs/guest.log"; fi
