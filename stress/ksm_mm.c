@@ -517,8 +517,8 @@ static bool move_pages_retry(void **pages, int *nodes, int *status, long n)
 	bool ok = true;
 
 	if (!p || !nd || !st || !idx)
-		return expect(false, "move_pages: out of memory");
-	for (try = 0; try < 5; try++) {
+		ok = expect(false, "move_pages: out of memory");
+	for (try = 0; ok && try < 5; try++) {
 		for (i = m = 0; i < n; i++) {
 			if (status[i] == nodes[i])
 				continue;
@@ -645,25 +645,27 @@ static int migrate_worker(int mac)
 /* Who maps KSM pages, for a report: "PID COMM N kB" of each, up to @size. */
 static void ksm_mappers(char *buf, size_t size)
 {
-	char path[300], comm[32];
+	char path[64], comm[32];
 	struct dirent *de;
 	size_t len = 0;
 	DIR *d = opendir("/proc");
+	pid_t pid;
 	long kb;
 
 	buf[0] = 0;
 	while (d && (de = readdir(d)) && len + 64 < size) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+		pid = atoi(de->d_name);
+		if (pid <= 0)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/smaps_rollup", de->d_name);
+		proc_path(path, sizeof(path), pid, "smaps_rollup");
 		kb = read_key(path, "KSM:");
 		if (kb <= 0)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+		proc_path(path, sizeof(path), pid, "comm");
 		if (read_file(path, comm, sizeof(comm)) < 0)
 			strcpy(comm, "?");
 		comm[strcspn(comm, "\n")] = 0;
-		len += snprintf(buf + len, size - len, " %s %s %ld kB;", de->d_name, comm, kb);
+		len += snprintf(buf + len, size - len, " %d %s %ld kB;", pid, comm, kb);
 	}
 	if (d)
 		closedir(d);
