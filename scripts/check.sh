@@ -1,10 +1,11 @@
 #!/bin/bash
-# check.sh [--quick]: apply+checkpatch, kernel builds, bisect, s390, guest tests.
+# check.sh [--quick]: apply+checkpatch, kernel builds, bisect, s390, lint (W=1, sparse,
+# kernel-doc, coccinelle, documents), guest tests.
 # One TAP-like line per result; the last line is "N passed, N failed, N skipped".
 # --quick skips bisect and s390. STAGES="apply builds guest" / KERNELS="test" pick a subset.
 set -eu
 quick=${1:-}
-stages=" ${STAGES:-apply builds bisect s390 guest} "
+stages=" ${STAGES:-apply builds bisect s390 lint guest} "
 on() { case $stages in *" $1 "*) return 0;; *) return 1;; esac; }
 src=build/src logs=build/logs/check
 mkdir -p $logs; rm -f $logs/*.log
@@ -39,7 +40,12 @@ step() { # NAME LOGNAME CMD...: run CMD, output to the log, one result
 	# A step that runs for minutes (a kernel build) says so every 15 s.
 	progress $pid 15 step_status "$log"
 	wait $pid || rc=$?
-	if [ $rc = 0 ]; then result ok "$name"; else result fail "$name" "see $log"; fi
+	if [ $rc = 0 ]; then result ok "$name"
+	else	# the lines that the checkers print for what they object to
+		bad=$(grep -E '^(NEW|CHANGED|UNDOCUMENTED|NOT ALLOWED): ' "$log" || true)
+		result fail "$name" "${bad:+$(printf '%s\n' "$bad" | head -n 1); }see $log"
+		[ -z "$bad" ] || printf '%s\n' "$bad" | head -n 10 | sed 's/^/#   /'
+	fi
 	echo "#   ($((SECONDS - t))s)"
 }
 summary() { echo "$pass passed, $fail failed, $skip skipped"; [ $fail = 0 ]; }
@@ -79,26 +85,6 @@ else
 				-I$src/tools/testing/selftests -c -o /dev/null "$src/$f" || return 1
 		done
 	}
-	# A patch that changes only Documentation/ cannot change the kernel build: build the
-	# documents it changes as `make htmldocs` does (Sphinx, SPHINXDIRS = their directories)
-	# and validate the ABI files (scripts/get_abi.pl). A warning or error about one of its
-	# files fails, but for references to documents outside SPHINXDIRS, which a partial
-	# build cannot resolve.
-	bisect_docs() { # FILE...
-		local dirs out f rc
-		dirs=$(printf '%s\n' "$@" | sed -n 's@^Documentation/\(.*\)/[^/]*\.rst$@\1@p' | sort -u | paste -sd' ')
-		out=$( { [ -z "$dirs" ] || make -s -C $src O="$PWD/build/out/docs" SPHINXDIRS="$dirs" htmldocs &&
-			perl $src/scripts/get_abi.pl validate --dir $src/Documentation/ABI; } 2>&1)
-		rc=$?
-		printf '%s\n' "$out"
-		[ $rc = 0 ] || return 1
-		for f in "$@"; do
-			if printf '%s\n' "$out" | grep -F -A2 "$f" | grep -v -e 'unknown document' \
-				-e 'undefined label' | grep -q -e WARNING -e ERROR -e Warning; then
-				echo "bisect_docs: warnings about $f"; return 1
-			fi
-		done
-	}
 	for c in $commits; do
 		git -C $src checkout -q "$c"
 		name="bisect: build after $(git -C $src log -1 --format=%s "$c")"
@@ -107,8 +93,9 @@ else
 		elif tools=$(git -C $src diff --name-only "$c^" "$c" -- 'tools/*.c') && [ -n "$tools" ]; then
 			step "$name (the tools/ programs it changes)" "bisect-$c" bisect_tools $tools
 		else
+			# Documentation/ only: build its documents (Sphinx) and validate the ABI
 			step "$name (the documents it changes: Sphinx, get_abi.pl)" "bisect-$c" \
-				bisect_docs $(git -C $src diff --name-only "$c^" "$c")
+				sh scripts/check-docs.sh "$c^..$c"
 		fi
 	done
 	git -C $src checkout -q main
@@ -131,7 +118,28 @@ s390() {
 if ! on s390; then :
 elif [ "$quick" ]; then result skip "s390" "check-quick"; else step "s390: mm/ksm.o + touched arch/s390 files" s390 s390; fi
 
-# (d) guest tests: selftests built on the host against the test kernel's headers
+# (d) lint: what the kernel test robot and maintainers run before reading a series. W=1 and
+# sparse on the objects it touches, base and series built alike (build/out/lint, the test
+# kernel's config): a warning the base has is not the series'. Lists cached per tree.
+lint_builds() {
+	BUILD_TARGET=prepare make -s kernel CONFIG=test OUT=build/out/lint SRC=$src &&
+		sh scripts/build-warnings.sh base build/lint/base &&
+		sh scripts/build-warnings.sh HEAD build/lint/series &&
+		sh scripts/new-warnings.sh build/lint/base/w1.txt build/lint/series/w1.txt
+}
+if on lint; then
+	step "lint: W=1 build of the objects the series touches: no new warning" lint-w1 lint_builds
+	step "lint: sparse (C=1) on them: no new warning" lint-sparse \
+		sh scripts/new-warnings.sh build/lint/base/sparse.txt build/lint/series/sparse.txt
+	step "lint: kernel-doc -Wall on the files it changes: no warning on its comments" lint-kernel-doc \
+		sh scripts/kernel-doc-series.sh
+	step "lint: coccicheck MODE=report on the files it changes: no report on its lines" lint-coccinelle \
+		sh scripts/coccicheck-series.sh
+	step "lint: the documents it changes: Sphinx (htmldocs) and get_abi.pl without warnings" lint-docs \
+		sh scripts/check-docs.sh
+fi
+
+# (e) guest tests: selftests built on the host against the test kernel's headers
 # (functions run by step are in an `if`, where set -e is off: hence the explicit returns)
 selftests() {
 	make -s -C $src O="$PWD/build/out/test" headers_install || return 1

@@ -3,13 +3,15 @@
 # --no-install-recommends, as root), or print the apt-get line that does (not root).
 #   run    make run/tree/kernel/vm: unpack the base, build a kernel, boot it, the demo
 #   check  make check/stress: + 6.12 (upstream selftests), s390 cross compiler, checkpatch's
-#          python, man pages, Sphinx, libraries of the selftests
+#          python, man pages, Sphinx, libraries of the selftests, sparse, coccinelle (and
+#          ocaml: two of its semantic patches have OCaml scripts)
 #   bench  make bench: + 6.12 (the peer kernel), matplotlib for the plot
 set -eu
 run="linux-source-6.1 git make gcc libc6-dev bc bison flex libelf-dev libssl-dev xz-utils
  ccache qemu-system-x86 busybox-static python3"
 check="linux-source-6.12 linux-config-6.1 gcc-s390x-linux-gnu kmod rsync cpio libcap-dev
- libnuma-dev python3-ply python3-git perl groff-base man-db python3-sphinx python3-sphinx-rtd-theme"
+ libnuma-dev python3-ply python3-git perl groff-base man-db python3-sphinx python3-sphinx-rtd-theme
+ sparse coccinelle ocaml"
 bench="linux-source-6.12 rsync libnuma-dev python3-matplotlib"
 case ${1:-all} in
 run) pkgs=$run;;
