@@ -23,17 +23,17 @@ fi
 head=$(git -C $src symbolic-ref -q --short HEAD || git -C $src rev-parse HEAD)
 git -C $src checkout -q "$rev"
 trap 'git -C $src checkout -q "$head"' EXIT
-: > "$dir/all.txt"
-# Each warning as "OBJECT: file:line[:col]: warning: ...", so that lists compare per object.
+# One make for all objects (a make costs ~5 s before it compiles anything), serial and not
+# silent (MAKEFLAGS= drops make check's -s): each object's output follows its "  CC  OBJECT"
+# line. Each warning becomes "OBJECT: file:line[:col]: warning: ...": lists compare per object.
+for o in $objs; do rm -f "$out/$o"; done
+echo "build-warnings.sh: $rev: W=1 C=1" $objs
+MAKEFLAGS= make -C $src O="$out" CC="ccache gcc" W=1 C=1 $objs > "$dir/raw.txt" 2>&1 ||
+	{ cat "$dir/raw.txt"; echo "build-warnings.sh: the objects of $rev do not build" >&2; exit 1; }
 # Paths are absolute, or relative to $out where ccache (CCACHE_BASEDIR) made them so.
-for o in $objs; do
-	echo "build-warnings.sh: $rev: W=1 C=1 $o"
-	rm -f "$out/$o"
-	make -s -C $src O="$out" CC="ccache gcc" W=1 C=1 "$o" > "$dir/raw.txt" 2>&1 ||
-		{ cat "$dir/raw.txt"; echo "build-warnings.sh: $o of $rev does not build" >&2; exit 1; }
-	sed -e "s@^$PWD/$src/@@" -e "s@^$(realpath --relative-to="$out" $src)/@@" "$dir/raw.txt" |
-		grep -E '^[^ :]+:[0-9]+(:[0-9]+)?: (warning|error):' | sed "s@^@$o: @" >> "$dir/all.txt" || true
-done
+sed -e "s@^$PWD/$src/@@" -e "s@^$(realpath --relative-to="$out" $src)/@@" "$dir/raw.txt" |
+	awk '/^  CC +[^ ]+\.o$/ { o = $2 } /^[^ :]+:[0-9]+(:[0-9]+)?: (warning|error):/ { print (o ? o : "make") ": " $0 }' \
+	> "$dir/all.txt"
 # gcc says which -W option warned; sparse does not; kernel-doc (W=1) gives no column.
 grep -E '\[-W|^[^ ]+ [^ :]+:[0-9]+: ' "$dir/all.txt" > "$dir/w1.txt" || true
 grep -v -E '\[-W|^[^ ]+ [^ :]+:[0-9]+: ' "$dir/all.txt" > "$dir/sparse.txt" || true

@@ -7,14 +7,16 @@
 # function that the series adds without a kernel-doc comment.
 set -eu
 src=build/src tmp=build/lint/kernel-doc tarball=/usr/src/linux-source-6.12.tar.xz
-kd=$tmp/linux-source-6.12/scripts/kernel-doc
+# 6.12's script, unpacked once per version of the package (~9 s) next to the lint lists
+kdir=${XDG_CACHE_HOME:-$HOME/.cache}/ksm-series-lint/kernel-doc-6.12
+kd=$kdir/linux-source-6.12/scripts/kernel-doc
 [ -f $tarball ] || { echo "kernel-doc-series.sh: no $tarball: run 'make deps-check'" >&2; exit 1; }
-if [ "$(cat $tmp/.stamp 2>/dev/null)" != "$(stat -c '%s %Y' $tarball)" ]; then
-	rm -rf $tmp; mkdir -p $tmp
-	tar -xJf $tarball -C $tmp --occurrence=1 linux-source-6.12/scripts/kernel-doc
-	stat -c '%s %Y' $tarball > $tmp/.stamp
+if [ "$(cat "$kdir/.stamp" 2>/dev/null)" != "$(stat -c '%s %Y' $tarball)" ]; then
+	rm -rf "$kdir"; mkdir -p "$kdir"
+	tar -xJf $tarball -C "$kdir" --occurrence=1 linux-source-6.12/scripts/kernel-doc
+	stat -c '%s %Y' $tarball > "$kdir/.stamp"
 fi
-rm -rf $tmp/base; mkdir -p $tmp/base
+rm -rf $tmp; mkdir -p $tmp/base
 sh scripts/added-lines.sh > $tmp/added.txt
 files=$(git -C $src diff --name-only base..HEAD -- '*.c' '*.h' | while read -r f; do
 	! grep -q '^/\*\*' $src/$f || echo $f; done)
@@ -22,8 +24,8 @@ for f in $files; do
 	mkdir -p $tmp/base/${f%/*}
 	git -C $src show base:$f > $tmp/base/$f 2>/dev/null || rm -f $tmp/base/$f
 done
-(cd $tmp/base && for f in $files; do [ ! -f $f ] || perl "$OLDPWD/$kd" -none -Wall $f; done) > $tmp/base.txt 2>&1
-(cd $src && [ -z "$files" ] || perl "$OLDPWD/$kd" -none -Wall $files) > $tmp/series.txt 2>&1
+(cd $tmp/base && for f in $files; do [ ! -f $f ] || perl "$kd" -none -Wall $f; done) > $tmp/base.txt 2>&1
+(cd $src && [ -z "$files" ] || perl "$kd" -none -Wall $files) > $tmp/series.txt 2>&1
 echo "kernel-doc-series.sh: $(echo $files | wc -w) files: $(wc -l < $tmp/base.txt) warnings before the series, $(wc -l < $tmp/series.txt) after"
 rc=0
 new=$(sh scripts/new-warnings.sh $tmp/base.txt $tmp/series.txt) || { printf '%s\n' "$new"; rc=1; }
