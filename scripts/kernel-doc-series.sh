@@ -39,10 +39,12 @@ bad=$(grep -E '^[^ :]+:[0-9]+: ' $tmp/series.txt | while IFS=: read -r f l rest;
 		$tmp/added.txt || echo "CHANGED: $f:$l:$rest (the series changed lines $s-$l)"
 done)
 # Functions the series adds that other files can call: a "/**" comment must end just above.
+# (Their first lines are among the lines the series adds, $tmp/added.txt.)
 bad="$bad${bad:+
-}$(git -C $src diff -U0 base..HEAD -- '*.c' ':!tools' ':!Documentation' | awk '
-	/^\+\+\+ b\// { f = substr($0, 7) } /^@@/ { split($3, a, ","); l = substr(a[1], 2) - 1 }
-	/^\+/ { l++ } /^\+[a-z][a-z_0-9 *]*[ *][a-z_0-9]+\(/ && !/^\+(static|SYSCALL|EXPORT|DEFINE|__)/ { print f, l }' |
+}$(awk -F: -v src=$src '$1 ~ /\.c$/ && $1 !~ /^(tools|Documentation)\// { want[$1, $2] = 1; files[$1] = 1 }
+	END { for (f in files) { n = 0; while ((getline l < (src "/" f)) > 0) { n++
+		if ((f, n) in want && l ~ /^[a-z][a-z_0-9 *]*[ *][a-z_0-9]+\(/ &&
+		    l !~ /^(static|SYSCALL|EXPORT|DEFINE|__)/) print f, n } } }' $tmp/added.txt |
 	while read -r f l; do
 		s=$(first_comment "$f" "$l")
 		[ -n "$s" ] && [ "$(sed -n "$((l - 1))p" "$src/$f")" = " */" ] &&
