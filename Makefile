@@ -10,6 +10,7 @@ frags_test     := base guest ksm debian-mm debug
 frags_run      := base ksm run
 frags_noksm    := base guest noksm
 frags_noprocfs := base guest ksm noprocfs
+frags_nosysfs  := base guest ksm debian-mm nosysfs
 
 .PHONY: deps deps-run deps-check deps-bench tree export src kernel vm run check check-quick stress \
 	stress-progs clean distclean bench
@@ -30,7 +31,7 @@ src: deps-run
 	sh scripts/src.sh
 
 kernel: deps-run
-	@test -n "$(frags_$(CONFIG))" || { echo "unknown CONFIG=$(CONFIG): use test, run, noksm or noprocfs"; exit 1; }
+	@test -n "$(frags_$(CONFIG))" || { echo "unknown CONFIG=$(CONFIG): use test, run, noksm, noprocfs or nosysfs"; exit 1; }
 	@test -d $(SRC) || { echo "no tree $(SRC): run 'make src' (series) or 'make tree'"; exit 1; }
 	sh scripts/build-kernel.sh $(SRC) $(OUT) $(foreach f,$(frags_$(CONFIG)),config/$(f).config)
 

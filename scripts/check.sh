@@ -107,6 +107,13 @@ if on builds; then
 	for c in ${KERNELS:-test noksm noprocfs}; do
 		step "build: $c kernel" "build-$c" make -s kernel CONFIG=$c SRC=$src
 	done
+	# CONFIG_SYSFS=n, warnings as errors: the objects of the .c files the series changes
+	# that the test kernel builds (as the lint stage; mm/ksm.o at least), not a whole kernel
+	objs=$(git -C $src diff --name-only base..HEAD -- '*.c' | grep -v -e '^tools/' -e '^Documentation/' |
+		sed 's/\.c$/.o/' | while read -r o; do [ ! -f build/out/test/$o ] || echo $o; done | paste -sd' ')
+	objs=${objs:-mm/ksm.o}
+	step "build: the $(echo $objs | wc -w) objects the series changes with CONFIG_SYSFS=n, CONFIG_WERROR" \
+		build-nosysfs env BUILD_TARGET="$objs" make -s kernel CONFIG=nosysfs SRC=$src
 fi
 
 # (c) s390 cross build of mm/ksm.o and the arch/s390 files the series touches
