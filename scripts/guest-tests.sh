@@ -31,6 +31,6 @@ run() { # KIND NAME COMMAND
 grep -vE '^(#|$)' $list | while read -r kind name cmd; do run "$kind" "$name" "$cmd"; done
 for p in build/selftests/ksm_*; do
 	[ -x "$p" ] || continue
-	grep -qE "^[a-z]+ [^ ]+ $p( |$)" $list || run tap "${p##*/}" "$p"
+	grep -qE "^[a-z]+ [^ ]+ (.* )?$p( |$)" $list || run tap "${p##*/}" "$p"
 done
 echo "### guest-tests.sh done"

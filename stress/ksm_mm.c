@@ -6,7 +6,9 @@
  *  1. swap: enabled processes in a memory cgroup with swap on zram; their
  *     merged pages are reclaimed (memory.reclaim, memory.max) while ksmd
  *     runs, and faulted back in by the processes and by forked children that
- *     write (COW of swapped-in KSM pages) and exit.
+ *     write (COW of swapped-in KSM pages) and exit. Then a KSM page that a
+ *     pipe keeps in the swap cache after reclaim, one mapping faulted back,
+ *     and PR_SET_MEMORY_MERGE 0: no KSM page may be mapped afterwards.
  *  2. migration: merged pages moved between the two nodes with move_pages()
  *     and mbind(MPOL_MF_MOVE_ALL), and compacted (/proc/sys/vm/compact_memory),
  *     with merge_across_nodes 1 and 0; they must stay KSM pages.
@@ -51,6 +53,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -336,7 +339,7 @@ static void delta_print(const char *feature, const struct delta *d, int n)
 /* 1. swap                                                            */
 /* ------------------------------------------------------------------ */
 
-enum { SW_KSM_OUT, SW_ROUNDS };
+enum { SW_KSM_OUT, SW_ROUNDS, SW_CACHE_OUT, SW_CACHE_LEFT };
 static char cg_dir[128];
 static bool swap_on;
 
@@ -450,6 +453,56 @@ static int swap_worker(int w)
 	return ok ? 0 : 1;
 }
 
+/*
+ * A KSM page that reclaim swapped out but that a pipe keeps in the swap cache
+ * (vmsplice()), one mapping faulted back in (still the KSM page), then
+ * PR_SET_MEMORY_MERGE 0: touching the other pages must swap in private
+ * copies, not map the KSM page again where KSM is off (and ksmd no longer
+ * tracks it). In a child of the cgroup: 8 identical pages.
+ */
+static int swap_cache_unmerge(int unused)
+{
+	const size_t n = 8;
+	int pipefd[2] = { -1, -1 };
+	char pid[16], *p;
+	struct iovec iov;
+	long out = 0, left = 0;
+	size_t i;
+	bool ok;
+
+	(void)unused;
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	p = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!expect(p != MAP_FAILED, "swap cache: mmap: %m") ||
+	    !expect(cg_file_write("cgroup.procs", pid), "join %s: %m", cg_dir) || !merge_set(1))
+		return 1;
+	madvise(p, n * PAGE, MADV_NOHUGEPAGE);
+	memset(p, 0x6b, n * PAGE);
+	ok = expect(ksm_wait_pages(p, n, n, 100, MERGE_WAIT) == (long)n,
+		    "swap cache: the %zu pages did not merge", n);
+	iov.iov_base = p;
+	iov.iov_len = PAGE;
+	ok = ok && expect(!pipe(pipefd) && vmsplice(pipefd[1], &iov, 1, 0) == PAGE,
+			  "swap cache: pipe, vmsplice: %m");
+	cg_file_write("memory.reclaim", "64M");
+	(void)*(volatile char *)p;	/* fault one mapping back in: the KSM page */
+	for (i = 1; i < n; i++)
+		out += !!(pagemap_entry(p + i * PAGE) & PM_SWAP);
+	ok = ok && merge_set(0);
+	for (i = 0; ok && i < n; i++)
+		ok &= expect(p[i * PAGE] == 0x6b && p[i * PAGE + PAGE - 1] == 0x6b,
+			     "swap cache: page %zu changed", i);
+	left = ksm_pages_in(p, n);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	stat_add(&stats->count[0][SW_CACHE_OUT], out);
+	stat_add(&stats->count[0][SW_CACHE_LEFT], left);
+	ok &= expect(left == 0 && smaps_vma(p, NULL, 0, "KSM") == 0,
+		     "swap cache: %ld KSM pages mapped after the disable (smaps KSM: %ld kB)",
+		     left, smaps_vma(p, NULL, 0, "KSM"));
+	return ok ? 0 : 1;
+}
+
 static void test_swap(void)
 {
 	struct delta d[] = {
@@ -477,9 +530,12 @@ static void test_swap(void)
 	ok &= expect(cg_file_write("memory.max", "28M"), "memory.max: %m");
 	delta_start(d, ARRAY_SIZE(d));
 	ok &= run_workers(3, swap_worker, "swap");
+	ok &= reap(spawn(swap_cache_unmerge, 0), "swap: swap cache unmerge");
 	printf("# count swap ksm_pages_swapped_out %ld\n", stats->count[0][SW_KSM_OUT]);
 	delta_print("swap", d, ARRAY_SIZE(d));
 	printf("# count swap rounds %ld\n", stats->count[0][SW_ROUNDS]);
+	printf("# count swap swap_cache_ksm_pages_swapped_out %ld\n", stats->count[0][SW_CACHE_OUT]);
+	printf("# count swap ksm_pages_mapped_after_disable %ld\n", stats->count[0][SW_CACHE_LEFT]);
 	ok &= expect(stats->count[0][SW_KSM_OUT] > 0, "swap: no merged page was swapped out");
 	ok &= expect(delta_of(d, 4, "pswpin") > 0, "swap: nothing was swapped in");
 	ksft_test_result(ok, "swap: merged pages swapped out to zram and back, with fork and COW\n");
