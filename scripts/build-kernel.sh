@@ -41,8 +41,8 @@ fi
 # A committed tree (HEAD, nothing modified) whose build of this target in $out succeeded:
 # nothing to do, and make would still take ~20 s to find that out.
 built="$key ${BUILD_TARGET:-bzImage} $(git -C "$src" rev-parse HEAD 2>/dev/null || echo none)"
-if [ -z "$(git -C "$src" status --porcelain -uno 2>/dev/null || echo dirty)" ] &&
-	[ "$(cat "$out/.harness-built" 2>/dev/null)" = "$built" ]; then
+clean=$(git -C "$src" status --porcelain -uno 2>/dev/null || echo dirty)
+if [ -z "$clean" ] && [ "$(cat "$out/.harness-built" 2>/dev/null)" = "$built" ]; then
 	echo "build-kernel.sh: $out is up to date ($src at $(git -C "$src" rev-parse --short HEAD), same fragments)"
 	exit 0
 fi
@@ -61,5 +61,6 @@ done
 rc=0; wait $pid || rc=$?
 [ $rc = 0 ] || { echo "build-kernel.sh: building $out failed (make exit $rc)" >&2; exit $rc; }
 find "$out" -name '*.o' | wc -l > "$out/.harness-objs"
-echo "$built" > "$out/.harness-built"
+# Only a build of the committed tree stands for HEAD: one with local changes does not.
+[ -n "$clean" ] || echo "$built" > "$out/.harness-built"
 echo "build-kernel.sh: built $out in $(( $(date +%s) - start ))s ($(sed -n 's/^# Linux.* \([0-9.]*\) Kernel Configuration/\1/p' "$out/.config"))"
