@@ -9,8 +9,7 @@ set -eu
 src=build/src out=$PWD/build/out/lint rev=$1 dir=$2
 [ -f $out/.config ] || { echo "build-warnings.sh: no $out/.config: run 'BUILD_TARGET=prepare make kernel CONFIG=test OUT=build/out/lint'" >&2; exit 1; }
 # The touched .c files that the test kernel builds (an s390 file is no x86 object).
-objs=$(git -C $src diff --name-only base..HEAD -- '*.c' | grep -v -e '^tools/' -e '^Documentation/' |
-	sed 's/\.c$/.o/' | while read -r o; do [ ! -f build/out/test/$o ] || echo $o; done)
+objs=$(sh scripts/series-objects.sh)
 [ -n "$objs" ] || { echo "build-warnings.sh: no object of the series in build/out/test: run 'make kernel CONFIG=test'" >&2; exit 1; }
 key=$( { git -C $src rev-parse "$rev^{tree}"; cat $out/.config "$0"; gcc --version; sparse --version; echo $objs; } | sha256sum | cut -c1-16)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/ksm-series-lint/build-$key

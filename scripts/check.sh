@@ -109,8 +109,7 @@ if on builds; then
 	done
 	# CONFIG_SYSFS=n, warnings as errors: the objects of the .c files the series changes
 	# that the test kernel builds (as the lint stage; mm/ksm.o at least), not a whole kernel
-	objs=$(git -C $src diff --name-only base..HEAD -- '*.c' | grep -v -e '^tools/' -e '^Documentation/' |
-		sed 's/\.c$/.o/' | while read -r o; do [ ! -f build/out/test/$o ] || echo $o; done | paste -sd' ')
+	objs=$(sh scripts/series-objects.sh | paste -sd' ')
 	objs=${objs:-mm/ksm.o}
 	step "build: the $(echo $objs | wc -w) objects the series changes with CONFIG_SYSFS=n, CONFIG_WERROR" \
 		build-nosysfs env BUILD_TARGET="$objs" make -s kernel CONFIG=nosysfs SRC=$src
