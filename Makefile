@@ -12,13 +12,13 @@ frags_noksm    := base guest noksm
 frags_noprocfs := base guest ksm noprocfs
 frags_nosysfs  := base guest ksm debian-mm nosysfs
 
-.PHONY: deps deps-run deps-check deps-bench tree export src kernel vm run check check-quick stress \
+.PHONY: deps deps-run deps-check deps-bench deps-deb tree export src kernel vm run check check-quick stress \
 	stress-progs clean distclean bench
 
 # What every purpose needs (scripts/deps.sh): `make deps` installs all of it.
 deps:
 	@sh scripts/deps.sh all
-deps-run deps-check deps-bench:
+deps-run deps-check deps-bench deps-deb:
 	@sh scripts/deps.sh $(@:deps-%=%)
 
 tree: deps-run
@@ -79,7 +79,7 @@ bench: deps-bench
 	sh scripts/bench.sh
 
 clean:
-	rm -rf build/out build/src build/src.sum build/selftests build/stress build/bench build/logs build/vm build/ksmctl build/am.err
+	rm -rf build/out build/src build/src.sum build/selftests build/stress build/bench build/logs build/vm build/ksmctl build/am.err build/deb build/system
 
 # Also drops the compiler cache and the unpacked base; build/linux (your edits) is kept.
 distclean: clean

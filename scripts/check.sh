@@ -113,6 +113,14 @@ if on builds; then
 	objs=${objs:-mm/ksm.o}
 	step "build: the $(echo $objs | wc -w) objects the series changes with CONFIG_SYSFS=n, CONFIG_WERROR" \
 		build-nosysfs env BUILD_TARGET="$objs" make -s kernel CONFIG=nosysfs SRC=$src
+	# Debian's own configuration, what `make deb` packages (the whole kernel is make deb's):
+	# the .config differs from Debian's only where a custom build must, and the same
+	# objects build with it, by Debian's compiler
+	step "config: Debian's cloud-amd64 config on the series differs only by LOCALVERSION and the build keys" \
+		debian-config sh scripts/debian-config.sh $src build/out/debian
+	step "build: the $(echo $objs | wc -w) objects the series changes with Debian's cloud-amd64 config (gcc-12)" \
+		build-debian env CCACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/ksm-series-ccache" CCACHE_BASEDIR="$PWD" \
+		make -s -C $src O="$PWD/build/out/debian" CC="ccache gcc-12" -j2 $objs
 fi
 
 # (c) s390 cross build of mm/ksm.o and the arch/s390 files the series touches
