@@ -218,6 +218,16 @@ w('ns per operation (`ksmbench hot off|on`). Feature off: runs on both kernels. 
   'the process called PR_SET_MEMORY_MERGE first (ksmd stopped: this is the cost of marking '
   'VMAs and registering with ksmd, not of scanning); compared with the base kernel (off).')
 w('')
+if nums(B, 'hot.randomize_va_space') and nums(P, 'hot.randomize_va_space'):
+    w('Address space layout randomization off (`randomize_va_space` 0) while they run: under '
+      '-icount the time of fork + exit is the instructions it runs, and they follow the '
+      'layout (how many page tables the process has); with ASLR, runs of one kernel spread '
+      'over ±3%.')
+else:
+    w('**With ASLR on** (this run predates `randomize_va_space` 0 for the hot paths): fork + '
+      'exit varies by ±3% between runs of one kernel with the layout; its ratio here is noise '
+      'at that scale (README, "Benchmarks").')
+w('')
 w('| operation | base (off) | patched, off | ratio off | patched, on | ratio on/base |')
 w('| --- | --- | --- | --- | --- | --- |')
 hot = []

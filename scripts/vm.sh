@@ -22,19 +22,7 @@ accel=${VM_ACCEL:-tcg}
 tcg_slack="watchdog_thresh=60 rcupdate.rcu_cpu_stall_timeout=120"
 [ "${VM_PCI_ACPI:-}" ] || tcg_slack="$tcg_slack pci=noacpi"
 [ "$accel" = auto ] && accel=$(sh scripts/kvm-probe.sh "$kernel")
-# VM_NODES=2 (the default): two NUMA nodes, one CPU and half the memory each, as two sockets
-# (one socket across two nodes makes the scheduler warn at boot). VM_NODES=1: one node.
-mem=${VM_MEM:-2G}
-case $mem in *G) mib=$(( ${mem%G} * 1024 ));; *M) mib=${mem%M};; *) mib=$mem;; esac
-topo="-smp 2 -m $mem"
-if [ "${VM_NODES:-2}" = 2 ]; then
-	half=$((mib / 2))
-	topo="-smp 2,sockets=2,cores=1,threads=1 -m ${mib}M
-		-object memory-backend-ram,id=node0,size=${half}M -object memory-backend-ram,id=node1,size=$((mib - half))M
-		-numa node,nodeid=0,cpus=0,memdev=node0 -numa node,nodeid=1,cpus=1,memdev=node1"
-elif [ "${VM_NODES:-2}" != 1 ]; then
-	echo "vm.sh: VM_NODES must be 1 or 2" >&2; exit 2
-fi
+topo=$(sh scripts/qemu-topology.sh)   # VM_MEM, VM_NODES
 echo "vm.sh: booting $kernel (accel $accel, timeout ${VM_TIMEOUT:-600}s), console log: $log"
 start=$(date +%s); rc=0
 timeout -k 10 "${VM_TIMEOUT:-600}" qemu-system-x86_64 -accel "$accel" -cpu ${VM_CPU:-max} $topo \
