@@ -12,13 +12,13 @@ frags_noksm    := base guest noksm
 frags_noprocfs := base guest ksm noprocfs
 frags_nosysfs  := base guest ksm debian-mm nosysfs
 
-.PHONY: deps deps-run deps-check deps-bench deps-deb tree export src kernel vm run check check-quick stress \
+.PHONY: deps deps-run deps-check deps-bench deps-deb deps-system deb system tree export src kernel vm run check check-quick stress \
 	stress-progs clean distclean bench
 
 # What every purpose needs (scripts/deps.sh): `make deps` installs all of it.
 deps:
 	@sh scripts/deps.sh all
-deps-run deps-check deps-bench deps-deb:
+deps-run deps-check deps-bench deps-deb deps-system:
 	@sh scripts/deps.sh $(@:deps-%=%)
 
 tree: deps-run
@@ -77,6 +77,17 @@ check-quick: deps-check
 # base (no series) and patched kernels, same config; bench/results.md + bench/results.png
 bench: deps-bench
 	sh scripts/bench.sh
+
+# Debian packages with Debian's own config (FLAVOUR=cloud-amd64 or amd64) in build/deb/; see README.
+FLAVOUR ?= cloud-amd64
+deb: deps-deb
+	sh scripts/deb.sh $(FLAVOUR)
+
+# A Debian 12 machine (debootstrap) with the linux-image package of make deb (or KERNEL_DEB=),
+# booted under QEMU with systemd and AppArmor; the checks of system/ as a service. See README.
+KERNEL_DEB ?=
+system: deps-system
+	sh scripts/system.sh $(KERNEL_DEB)
 
 clean:
 	rm -rf build/out build/src build/src.sum build/selftests build/stress build/bench build/logs build/vm build/ksmctl build/am.err build/deb build/system

@@ -1,5 +1,5 @@
 #!/bin/sh
-# deps.sh [run|check|bench|deb|all]: install the Debian packages that a purpose needs (apt-get
+# deps.sh [run|check|bench|deb|system|all]: install the Debian packages that a purpose needs (apt-get
 # --no-install-recommends, as root), or print the apt-get line that does (not root).
 #   run    make run/tree/kernel/vm: unpack the base, build a kernel, boot it, the demo
 #   check  make check/stress: + 6.12 (upstream selftests), s390 cross compiler, checkpatch's
@@ -7,6 +7,8 @@
 #          ocaml: two of its semantic patches have OCaml scripts), pahole for Debian's config
 #   bench  make bench: + 6.12 (the peer kernel), matplotlib for the plot
 #   deb    make deb: + Debian's configs, gcc-12 by its name, pahole (BTF), dpkg-dev (bindeb-pkg)
+#   system make system: + debootstrap, qemu-img (the overlay each boot writes to), mkfs.ext4,
+#          6.12 and libnuma for the selftests it runs
 set -eu
 run="linux-source-6.1 git make gcc libc6-dev bc bison flex libelf-dev libssl-dev xz-utils
  ccache qemu-system-x86 busybox-static python3"
@@ -15,13 +17,15 @@ check="linux-source-6.12 linux-config-6.1 gcc-12 dwarves gcc-s390x-linux-gnu kmo
  sparse coccinelle ocaml"
 bench="linux-source-6.12 rsync libnuma-dev python3-matplotlib"
 deb="linux-config-6.1 gcc-12 dwarves dpkg-dev kmod cpio rsync"
+system="debootstrap qemu-utils e2fsprogs linux-source-6.12 libnuma-dev"
 case ${1:-all} in
 run) pkgs=$run;;
 check) pkgs="$run $check";;
 bench) pkgs="$run $bench";;
 deb) pkgs="$run $deb";;
-all) pkgs="$run $check $bench $deb";;
-*) echo "usage: deps.sh [run|check|bench|deb|all]" >&2; exit 2;;
+system) pkgs="$run $system";;
+all) pkgs="$run $check $bench $deb $system";;
+*) echo "usage: deps.sh [run|check|bench|deb|system|all]" >&2; exit 2;;
 esac
 missing=
 for p in $pkgs; do
