@@ -12,7 +12,7 @@ start=$(date +%s)
 # The programs the checks run, built here: the machine has Debian 12's libc, as this one.
 mkdir -p build/system/opt
 for p in criu-ksm ksm-worker; do
-	gcc -O2 -Wall -Wextra -Werror -o build/system/opt/$p system/$p.c
+	gcc -O2 -Wall -Wextra -Werror -Istress -o build/system/opt/$p system/$p.c stress/ksm_util.c
 done
 make -s --no-print-directory build/ksmctl && cp build/ksmctl build/system/opt/
 # The series' selftests against its uapi headers, and upstream 6.12's (upstream-selftests.sh)
@@ -25,7 +25,7 @@ sh scripts/upstream-selftests.sh
 mkdir -p build/system/opt/upstream
 cp build/upstream/ksm_functional_tests build/upstream/ksm_tests build/system/opt/upstream/
 # The image is made again when the package, the checks or the image script changed.
-key=$( { cat "$deb" scripts/system-image.sh system/*; find build/system/opt -type f | sort | xargs cat; } |
+key=$( { cat "$deb" scripts/system-image.sh system/* stress/ksm_util.[ch]; find build/system/opt -type f | sort | xargs cat; } |
 	sha256sum | cut -c1-16)
 if [ "$(cat $out/image.key 2>/dev/null)" != "$key" ] || [ ! -f $out/disk.img ]; then
 	sh scripts/system-image.sh "$deb" $out

@@ -16,6 +16,7 @@
  *            whether the area is still VM_MERGEABLE: smaps "mg") and exit.
  * It is CRIU that restores the process between the two signals, so only what
  * the process holds in memory tells which it has seen: a counter of SIGUSR1.
+ * Links stress/ksm_util.c, the helpers the stress programs share.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,10 +28,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#ifndef PR_SET_MEMORY_MERGE
-#define PR_SET_MEMORY_MERGE	67
-#define PR_GET_MEMORY_MERGE	68
-#endif
+#include "ksm_util.h"
 
 #define PAGES	64
 
@@ -72,21 +70,11 @@ static void put(const char *name, const char *text)
 /* Is the area still VM_MERGEABLE ("mg" in its smaps VmFlags)? -1: not found */
 static int area_mergeable(void)
 {
-	FILE *f = fopen("/proc/self/smaps", "r");
-	unsigned long start, end;
-	int in = 0, mg = -1;
-	char line[512];
+	char flags[256];
 
-	if (!f)
+	if (smaps_vma(area, flags, sizeof(flags), NULL) < 0 && !flags[0])
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2)
-			in = start <= (unsigned long)area && (unsigned long)area < end;
-		else if (in && !strncmp(line, "VmFlags:", 8))
-			mg = strstr(line, " mg") != NULL;
-	}
-	fclose(f);
-	return mg;
+	return flag_listed(flags, "mg");
 }
 
 static void verify(void)

@@ -12,6 +12,7 @@
  *                             PR_GET_MEMORY_MERGE, ksm_merge_type of ksm_stat
  *
  * Exit status 0 when the checks passed, 1 when not, 2 on bad arguments.
+ * Links stress/ksm_util.c, the helpers the stress programs share.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -23,9 +24,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#ifndef PR_GET_MEMORY_MERGE
-#define PR_GET_MEMORY_MERGE	68
-#endif
+#include "ksm_util.h"
 
 static size_t page_size;
 
@@ -40,35 +39,16 @@ static char *map(size_t bytes)
 	return p;
 }
 
-/* A line "NAME value" of a /proc file of this process, or -1. */
-static long proc_value(const char *file, const char *name)
-{
-	char line[256];
-	size_t len = strlen(name);
-	long v = -1;
-	FILE *f = fopen(file, "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, name, len) && (line[len] == ' ' || line[len] == ':' || line[len] == '\t'))
-			v = strtol(line + len + 1, NULL, 10);
-	fclose(f);
-	return v;
-}
-
-/* How many of the @pages pages at @area are swapped out (pagemap bit 62). */
+/* How many of the @pages pages at @area are swapped out (pagemap). */
 static size_t pages_in_swap(const char *area, size_t pages)
 {
-	FILE *f = fopen("/proc/self/pagemap", "r");
+	uint64_t *e = calloc(pages, sizeof(*e));
 	size_t i, n = 0;
-	uint64_t e;
 
-	if (!f || fseek(f, (long)((uintptr_t)area / page_size * 8), SEEK_SET))
-		return 0;
-	for (i = 0; i < pages && fread(&e, 8, 1, f) == 1; i++)
-		n += !!(e & (1ULL << 62));
-	fclose(f);
+	if (e && !pagemap_read(area, pages, e))
+		for (i = 0; i < pages; i++)
+			n += !!(e[i] & PM_SWAP);
+	free(e);
 	return n;
 }
 
@@ -88,7 +68,7 @@ static int swap_check(size_t mib)
 			area[i * page_size + b] = content(i, b);
 	for (i = 0; i < 120 && merged < (long)pages / 2; i++) {
 		sleep(1);
-		merged = proc_value("/proc/self/ksm_stat", "ksm_merging_pages");
+		merged = ksm_stat_value(0, "ksm_merging_pages");
 	}
 	printf("merged %ld of %zu pages\n", merged, pages);
 	if (merged < (long)pages / 2)
@@ -99,7 +79,7 @@ static int swap_check(size_t mib)
 
 		for (i = 0; i < 4 * bytes; i += page_size)
 			*(uint64_t *)(more + i) = i * 2654435761u + round + 1;
-		v = proc_value("/proc/self/status", "VmSwap");
+		v = read_key("/proc/self/status", "VmSwap");
 		if (v > swapped)
 			swapped = v;
 		n = pages_in_swap(area, pages);
@@ -108,7 +88,7 @@ static int swap_check(size_t mib)
 		munmap(more, 4 * bytes);
 	}
 	printf("under pressure: VmSwap up to %ld kB, up to %zu of the merged area's pages in swap; ksm_merging_pages %ld after\n",
-	       swapped, out, proc_value("/proc/self/ksm_stat", "ksm_merging_pages"));
+	       swapped, out, ksm_stat_value(0, "ksm_merging_pages"));
 	for (i = 0; i < pages; i++)
 		for (b = 0; b < page_size; b++)
 			if (area[i * page_size + b] != content(i, b)) {
