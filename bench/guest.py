@@ -116,18 +116,25 @@ def pss_kib(pids):
     return total
 
 
+KSMD_STAT = []
+
+
 def ksmd_ticks():
-    for pid in os.listdir('/proc'):
-        if pid.isdigit():
-            try:
-                with open('/proc/%s/stat' % pid) as f:
-                    st = f.read()
-            except OSError:
-                continue
-            if st.split()[1] == '(ksmd)':
-                f = st.rsplit(')', 1)[1].split()
-                return int(f[11]) + int(f[12])
-    raise SystemExit('guest.py: no ksmd thread')
+    """ksmd's user + system clock ticks (its /proc entry found once)."""
+    pids = [p for p in os.listdir('/proc') if p.isdigit()] if not KSMD_STAT else []
+    for pid in pids:
+        try:
+            with open('/proc/%s/stat' % pid) as f:
+                if f.read().split()[1] == '(ksmd)':
+                    KSMD_STAT.append('/proc/%s/stat' % pid)
+                    break
+        except OSError:
+            continue
+    if not KSMD_STAT:
+        raise SystemExit('guest.py: no ksmd thread')
+    with open(KSMD_STAT[0]) as f:
+        st = f.read().rsplit(')', 1)[1].split()
+    return int(st[11]) + int(st[12])
 
 
 def scan(pids):
@@ -139,13 +146,20 @@ def scan(pids):
 def converge(max_scans=60):
     """Start ksmd; wait until pages_sharing is unchanged for 2 full scans.
     Returns (seconds, full scans) until the last change, ksmd CPU seconds, and the
-    counters' changes until convergence was detected."""
+    counters' changes until convergence was detected, with three more: trace, (pages_sharing,
+    ksmd CPU seconds) at the start and after each full scan; cpu99, ksmd CPU seconds until
+    the end of the first full scan by which 99% of what the window merged had merged; and
+    late_pages, what merged after that scan."""
     c0 = counters()
     ksm('run', 1)
     last, t_last, s_last = -1, 0.0, c0['full_scans']
+    trace, seen = [(ksm('pages_sharing'), c0['cpu'])], c0['full_scans']
     while True:
         time.sleep(0.05)
         sharing, scans = ksm('pages_sharing'), ksm('full_scans')
+        if scans != seen:
+            seen = scans
+            trace.append((sharing, ksmd_ticks() / os.sysconf('SC_CLK_TCK')))
         if sharing != last:
             last, t_last, s_last = sharing, time.monotonic() - c0['t'], scans
         elif scans >= s_last + 2 and scans >= c0['full_scans'] + 3:
@@ -153,6 +167,12 @@ def converge(max_scans=60):
         if scans > c0['full_scans'] + max_scans:
             raise SystemExit('guest.py: merging did not converge in %d full scans' % max_scans)
     d = delta(c0, counters())
+    d['trace'] = trace
+    final = trace[-1][0]
+    for sharing, cpu in trace:
+        if final - sharing <= 0.01 * (final - trace[0][0]):
+            d['cpu99'], d['late_pages'] = cpu - c0['cpu'], final - sharing
+            break
     return t_last, s_last - c0['full_scans'], d['cpu'], d
 
 
@@ -400,7 +420,7 @@ def bench_capacity(reps, variant=None):
             ksm('run', 0)
             t, c0 = time.monotonic(), counters()
             s = Server(mode == 'ksm', g)
-            n, peak = 0, 0
+            n, peak, cpu99, late = 0, 0, 0.0, 0
             p = 'cap.%s%s.' % (mode, '_' + variant if variant else '')
             while n < CAP_MAX:
                 cur = cg_read(g, 'memory.current')
@@ -411,7 +431,9 @@ def bench_capacity(reps, variant=None):
                 n += 1
                 peak = max(peak, cg_read(g, 'memory.current') - cur)
                 if mode == 'ksm':
-                    converge()
+                    d = converge()[3]
+                    cpu99 += d['cpu99']
+                    late += d['late_pages']
                     ksm('run', 0)
             d = delta(c0, counters())
             out(p + 'workers', n)
@@ -421,6 +443,8 @@ def bench_capacity(reps, variant=None):
             out(p + 'time_s', round(time.monotonic() - t, 1))
             if mode == 'ksm':
                 out(p + 'ksmd_cpu_s', round(d['cpu'], 2))
+                out(p + 'ksmd_cpu99_s', round(cpu99, 2))
+                out(p + 'late_pages', late)
                 out(p + 'full_scans', d['full_scans'])
                 for name in ('pages_scanned', 'pages_skipped'):
                     if d[name] is not None:
