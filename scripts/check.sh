@@ -158,13 +158,8 @@ fi
 # (e) guest tests: selftests built on the host against the test kernel's headers
 # (functions run by step are in an `if`, where set -e is off: hence the explicit returns)
 selftests() {
-	make -s -C $src O="$PWD/build/out/test" headers_install || return 1
-	rm -rf build/selftests; mkdir -p build/selftests
-	for f in $src/tools/testing/selftests/vm/ksm_*.c; do
-		gcc -Wall -O2 -I$src -isystem build/out/test/usr/include -I$src/tools/testing/selftests \
-			-o "build/selftests/$(basename "$f" .c)" "$f" -lrt -lpthread -lnuma || return 1
-	done
-	make -s build/ksmctl stress-progs
+	rm -rf build/selftests
+	sh scripts/build-selftests.sh $src build/selftests && make -s build/ksmctl stress-progs
 }
 on guest || { summary; exit; }
 step "guest: build selftests ($(ls $src/tools/testing/selftests/vm/ksm_*.c | xargs -n1 basename | paste -sd' ')), ksmctl, stress/*.c" selftests selftests

@@ -9,18 +9,17 @@ deb=${1:-$(ls build/deb/linux-image-*-ksm_*_amd64.deb 2>/dev/null | grep -v -- -
 name=$(dpkg-deb -f "$deb" Package)
 out=build/system/${name#linux-image-}
 start=$(date +%s)
-# The programs the checks run, built here: the machine has Debian 12's libc, as this one.
+# The programs the checks run, built here (the machine has Debian 12's libc, as this one),
+# the series' from build/src (also for a KERNEL_DEB of another kernel).
+sh scripts/src.sh
 mkdir -p build/system/opt
 for p in criu-ksm ksm-worker; do
 	gcc -O2 -Wall -Wextra -Werror -Istress -o build/system/opt/$p system/$p.c stress/ksm_util.c
 done
 make -s --no-print-directory build/ksmctl && cp build/ksmctl build/system/opt/
 # The series' selftests against its uapi headers, and upstream 6.12's (upstream-selftests.sh)
-make -s -C build/src O="$PWD/build/system/hdr" headers_install
-for t in ksm_prctl_tests ksm_tests; do
-	gcc -Wall -O2 -Ibuild/src -isystem build/system/hdr/usr/include -Ibuild/src/tools/testing/selftests \
-		-o build/system/opt/$t build/src/tools/testing/selftests/vm/$t.c -lrt -lpthread -lnuma
-done
+sh scripts/build-selftests.sh build/src build/system/selftests
+cp build/system/selftests/ksm_* build/system/opt/
 sh scripts/upstream-selftests.sh
 mkdir -p build/system/opt/upstream
 cp build/upstream/ksm_functional_tests build/upstream/ksm_tests build/system/opt/upstream/
