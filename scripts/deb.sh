@@ -9,6 +9,8 @@ src=build/src out=build/deb/$flavour
 sh scripts/src.sh
 sh scripts/debian-config.sh $src $out $flavour
 export CCACHE_DIR="${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ksm-series-ccache}" CCACHE_BASEDIR="$PWD"
+# A whole Debian kernel with debug info is about 3 GiB of cache, next to the test kernels'
+[ "$(ccache -k max_size 2>/dev/null)" = 12.0G ] || ccache -M 12G >/dev/null
 # Debian's own kernels build with gcc-12 and the archive date; the package version names
 # the base and the series: 6.1.N-1+ksm<patches>.g<commit of patches/>[.dirty].
 kver=$(make -s -C $src kernelversion)
@@ -24,14 +26,17 @@ start=$(date +%s)
 rm -f build/deb/*"_${pkgver}_"*.deb
 touch $out/.harness-start
 make -s -C $src O="$(cd $out && pwd)" CC="ccache gcc-12" -j2 bindeb-pkg > $out/bindeb-pkg.log 2>&1 & pid=$!
+# the object count of the last complete build, for the progress lines
+of=; [ ! -s build/deb/$flavour.objects ] || of=" of $(cat build/deb/$flavour.objects)"
 i=0
 while kill -0 $pid 2>/dev/null; do
 	sleep 1; i=$((i + 1))
 	[ $((i % 30)) = 0 ] || continue
-	echo "deb.sh: building $flavour: $(( $(date +%s) - start ))s, $(find $out -name '*.o' -newer $out/.harness-start | wc -l) objects built"
+	echo "deb.sh: building $flavour: $(( $(date +%s) - start ))s, $(find $out -name '*.o' -newer $out/.harness-start | wc -l)$of objects built"
 done
 rc=0; wait $pid || rc=$?
 [ $rc = 0 ] || { tail -n 20 $out/bindeb-pkg.log >&2; echo "deb.sh: bindeb-pkg failed (exit $rc): see $out/bindeb-pkg.log" >&2; exit $rc; }
-echo "deb.sh: built in $(( $(date +%s) - start ))s:"
+find $out -name '*.o' -newer $out/.harness-start | wc -l > build/deb/$flavour.objects
+echo "deb.sh: built in $(( $(date +%s) - start ))s ($(cat build/deb/$flavour.objects) objects):"
 ls -s --block-size=M build/deb/*"_${pkgver}_"*.deb
 echo "deb.sh: install with: apt install ./$(ls build/deb/linux-image-*-ksm_"${pkgver}"_amd64.deb)"

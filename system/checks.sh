@@ -164,5 +164,11 @@ for mode in madvise prctl; do
 	printf '%s\n' "$out" | grep -v '^SKIP: ' | sed 's/^/# /'
 done
 
+# The console is checked for splats by system.sh; the kernel log of the whole run also for
+# what is not a splat (a KSM-related message at warning level or above).
+check "journalctl -k: no KSM-related message at warning level or above since boot" sh -c \
+	'journalctl -k -b -p warning -q --no-pager | grep -i -e ksm -e "mm/ksm" && exit 1;
+	echo "$(journalctl -k -b -p warning -q --no-pager | wc -l) kernel messages at warning or above, none about KSM"'
+
 echo "1..$n"
 echo "# $((n - fail - skipped)) passed, $fail failed, $skipped skipped"
