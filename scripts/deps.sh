@@ -4,7 +4,8 @@
 #   run    make run/tree/kernel/vm: unpack the base, build a kernel, boot it, the demo
 #   check  make check/stress: + 6.12 (upstream selftests), s390 cross compiler, checkpatch's
 #          python, man pages, Sphinx, libraries of the selftests, sparse, coccinelle (and
-#          ocaml: two of its semantic patches have OCaml scripts), pahole for Debian's config
+#          ocaml: two of its semantic patches have OCaml scripts), pahole for Debian's config,
+#          promtool (prometheus) for ksmctl's metrics
 #   bench  make bench: + 6.12 (the peer kernel), matplotlib for the plot
 #   deb    make deb: + Debian's configs, gcc-12 by its name, pahole (BTF), dpkg-dev (bindeb-pkg)
 #   system make system: + debootstrap, qemu-img (the overlay each boot writes to), mkfs.ext4,
@@ -14,7 +15,7 @@ run="linux-source-6.1 git make gcc libc6-dev bc bison flex libelf-dev libssl-dev
  ccache qemu-system-x86 busybox-static python3"
 check="linux-source-6.12 linux-config-6.1 gcc-12 dwarves gcc-s390x-linux-gnu kmod rsync cpio libcap-dev
  libnuma-dev python3-ply python3-git perl groff-base man-db python3-sphinx python3-sphinx-rtd-theme
- sparse coccinelle ocaml"
+ sparse coccinelle ocaml prometheus"
 bench="linux-source-6.12 rsync libnuma-dev python3-matplotlib"
 deb="linux-config-6.1 gcc-12 dwarves dpkg-dev kmod cpio rsync"
 system="debootstrap qemu-utils e2fsprogs linux-source-6.12 libnuma-dev"

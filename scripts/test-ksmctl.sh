@@ -7,7 +7,7 @@
 
 K=${1:?usage: ksmctl_test.sh PATH/TO/ksmctl}
 KSM=/sys/kernel/mm/ksm
-NTESTS=34
+NTESTS=40
 n=0
 failed=0
 TMP=$(mktemp -d) || exit 1
@@ -326,7 +326,12 @@ cg_skip() {
 	for t in "status --cgroup: one row per cgroup, with its process count" \
 		 "status --cgroup --json: sums of the per-process values, sorted by profit" \
 		 "status --cgroup as nobody: unreadable processes counted in their cgroup" \
-		 "status --cgroup: bad option exits 2, bad PID 1"; do
+		 "status --cgroup: bad option exits 2, bad PID 1" \
+		 "status --prometheus: promtool check metrics finds no problem" \
+		 "status --prometheus: per-cgroup samples equal status --cgroup --json" \
+		 "status --prometheus as nobody: unreadable counted, no value made up" \
+		 "status --prometheus --per-process: a series per process" \
+		 "status -o: a reader never sees a partial file"; do
 		skip "$t" "$1"
 	done
 }
@@ -423,6 +428,86 @@ assert profits == sorted(profits, reverse=True), profits
 	[ $rc -eq 2 ] && [ $r -eq 1 ]
 	ok $? "status --cgroup: bad option exits 2 (got $rc), bad PID 1 (got $r)"
 
+	# --- status --prometheus, on the same still picture ---
+	"$K" status --prometheus >"$TMP/prom"
+	rc=$?
+	if ! command -v promtool >/dev/null 2>&1; then
+		skip "status --prometheus: promtool check metrics finds no problem" \
+			"no promtool (Debian's prometheus package)"
+	else
+		[ $rc -eq 0 ] && promtool check metrics <"$TMP/prom" >"$TMP/lint" 2>&1
+		r=$?
+		ok $r "status --prometheus: promtool check metrics finds no problem"
+		[ $r -eq 0 ] || sed 's/^/# /' "$TMP/lint"
+	fi
+
+	# prom_samples FILE: "name cgroup value" per sample with a cgroup label
+	prom_samples() {
+		sed -n 's/^\(ksm_cgroup_[a-z_]*\){cgroup="\([^"]*\)"} \(-*[0-9]*\)$/\1 \2 \3/p' "$1"
+	}
+	prom_samples "$TMP/prom" >"$TMP/ps"
+	python3 -c '
+import json, sys
+cgs = json.load(open(sys.argv[1]))["cgroups"]
+got = {}
+for line in open(sys.argv[2]):
+    name, path, value = line.split()
+    got[(name, path)] = int(value)
+names = {"processes": "processes", "unreadable": "unreadable_processes",
+         "merging_pages": "merging_pages", "zero_pages": "zero_pages",
+         "rmap_items": "rmap_items", "profit": "profit_bytes"}
+want = {}
+for c in cgs:
+    for k, n in names.items():
+        if c[k] is not None:
+            want[("ksm_cgroup_" + n, c["cgroup"])] = c[k]
+assert got == want, (sorted(set(got.items()) ^ set(want.items())))
+assert got[("ksm_cgroup_processes", sys.argv[3])] == 2
+assert got[("ksm_cgroup_merging_pages", sys.argv[3])] > 0
+' "$TMP/cj" "$TMP/ps" "/ksmctl-a.$$"
+	ok $? "status --prometheus: per-cgroup samples equal status --cgroup --json"
+
+	if command -v setpriv >/dev/null 2>&1; then
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
+			"$K" status --prometheus >"$TMP/promn" 2>&1
+		rc=$?
+		[ $rc -eq 0 ] &&
+		grep -qx "ksm_cgroup_unreadable_processes{cgroup=\"/ksmctl-a\.$$\"} 2" "$TMP/promn" &&
+		grep -qx "ksm_cgroup_processes{cgroup=\"/ksmctl-a\.$$\"} 0" "$TMP/promn" &&
+		! grep -q "^ksm_cgroup_merging_pages{cgroup=\"/ksmctl-a\.$$\"}" "$TMP/promn" &&
+		grep -Eq '^ksm_unreadable_processes [3-9]|^ksm_unreadable_processes [1-9][0-9]' "$TMP/promn"
+		ok $? "status --prometheus as nobody: unreadable counted, no value made up"
+	else
+		skip "status --prometheus as nobody: unreadable counted, no value made up" "no setpriv"
+	fi
+
+	"$K" status --prometheus --per-process >"$TMP/pp"
+	rc=$?
+	r=0
+	for p in $CGPIDS; do
+		grep -Eq "^ksm_process_merging_pages\{pid=\"$p\",comm=\"python3\"\} [1-9]" "$TMP/pp" || r=1
+	done
+	[ $rc -eq 0 ] && [ $r -eq 0 ] && ! grep -q '^ksm_process_' "$TMP/prom"
+	ok $? "status --prometheus --per-process: a series per process"
+
+	# a writer replaces the file 100 times while a reader reads it in a loop: every read
+	# is a whole file (its last family is there), and no temporary file is left behind
+	mkdir "$TMP/tf"
+	"$K" status -p -o "$TMP/tf/ksm.prom" &&
+	python3 -c '
+import os, subprocess, sys
+k, f = sys.argv[1], sys.argv[2]
+w = subprocess.Popen(["sh", "-c", "i=0; while [ $i -lt 100 ]; do \"$0\" status -p -o \"$1\" || exit 1; i=$((i+1)); done", k, f])
+reads = 0
+while w.poll() is None:
+    data = open(f).read()
+    reads += 1
+    assert data.endswith("\n") and "# TYPE ksm_cgroup_profit_bytes gauge\n" in data, data[-200:]
+assert w.returncode == 0 and reads > 0
+assert os.listdir(os.path.dirname(f)) == ["ksm.prom"], os.listdir(os.path.dirname(f))
+' "$K" "$TMP/tf/ksm.prom"
+	ok $? "status -o: a reader never sees a partial file"
+
 	echo 1 >"$KSM"/run
 	kill $CGPIDS 2>/dev/null
 	wait $CGPIDS 2>/dev/null
@@ -459,12 +544,17 @@ ok $? "watch: bad count exits 2"
 
 # --- usage ---
 r=0
-for args in "" "bogus" "run" "status --bogus" "-x"; do
+for args in "" "bogus" "run" "status --bogus" "-x" "status -j -p" "status --per-process" "status -o"; do
 	# shellcheck disable=SC2086
 	"$K" $args >/dev/null 2>&1
 	[ $? -eq 2 ] || r=1
 done
 ok $r "usage errors exit 2"
+
+"$K" status -p -o "$TMP/no-such-dir/ksm.prom" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "no-such-dir/ksm.prom" "$TMP/err" && [ ! -e "$TMP/no-such-dir" ]
+ok $? "status -o into a missing directory: exits 1 naming the file"
 
 "$K" --help >"$TMP/help"
 rc=$?
