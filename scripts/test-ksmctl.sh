@@ -7,7 +7,7 @@
 
 K=${1:?usage: ksmctl_test.sh PATH/TO/ksmctl}
 KSM=/sys/kernel/mm/ksm
-NTESTS=40
+NTESTS=43
 n=0
 failed=0
 TMP=$(mktemp -d) || exit 1
@@ -331,7 +331,8 @@ cg_skip() {
 		 "status --prometheus: per-cgroup samples equal status --cgroup --json" \
 		 "status --prometheus as nobody: unreadable counted, no value made up" \
 		 "status --prometheus --per-process: a series per process" \
-		 "status -o: a reader never sees a partial file"; do
+		 "status -o: a reader never sees a partial file" \
+		 "status --prometheus: label values escaped, bytes not UTF-8 replaced (promtool)"; do
 		skip "$t" "$1"
 	done
 }
@@ -457,14 +458,17 @@ names = {"processes": "processes", "unreadable": "unreadable_processes",
          "merging_pages": "merging_pages", "zero_pages": "zero_pages",
          "rmap_items": "rmap_items", "profit": "profit_bytes"}
 want = {}
+ours = (sys.argv[3], sys.argv[4])
 for c in cgs:
     for k, n in names.items():
-        if c[k] is not None:
+        if c[k] is not None and c["cgroup"] in ours:
             want[("ksm_cgroup_" + n, c["cgroup"])] = c[k]
+got = {k: v for k, v in got.items() if k[1] in ours}
 assert got == want, (sorted(set(got.items()) ^ set(want.items())))
+assert len(got) == 12, got
 assert got[("ksm_cgroup_processes", sys.argv[3])] == 2
 assert got[("ksm_cgroup_merging_pages", sys.argv[3])] > 0
-' "$TMP/cj" "$TMP/ps" "/ksmctl-a.$$"
+' "$TMP/cj" "$TMP/ps" "/ksmctl-a.$$" "/ksmctl-b.$$"
 	ok $? "status --prometheus: per-cgroup samples equal status --cgroup --json"
 
 	if command -v setpriv >/dev/null 2>&1; then
@@ -490,23 +494,57 @@ assert got[("ksm_cgroup_merging_pages", sys.argv[3])] > 0
 	[ $rc -eq 0 ] && [ $r -eq 0 ] && ! grep -q '^ksm_process_' "$TMP/prom"
 	ok $? "status --prometheus --per-process: a series per process"
 
-	# a writer replaces the file 100 times while a reader reads it in a loop: every read
-	# is a whole file (its last family is there), and no temporary file is left behind
+	# a writer replaces the file 100 times while a reader reads it in a loop: with ksmd
+	# stopped every whole file is the same, so every read must be that file, and no
+	# temporary file is left behind
 	mkdir "$TMP/tf"
 	"$K" status -p -o "$TMP/tf/ksm.prom" &&
 	python3 -c '
 import os, subprocess, sys
 k, f = sys.argv[1], sys.argv[2]
+ref = open(f).read()
 w = subprocess.Popen(["sh", "-c", "i=0; while [ $i -lt 100 ]; do \"$0\" status -p -o \"$1\" || exit 1; i=$((i+1)); done", k, f])
-reads = 0
-while w.poll() is None:
-    data = open(f).read()
-    reads += 1
-    assert data.endswith("\n") and "# TYPE ksm_cgroup_profit_bytes gauge\n" in data, data[-200:]
-assert w.returncode == 0 and reads > 0
+try:
+    while w.poll() is None:
+        data = open(f).read()
+        assert data == ref, data[-200:]
+finally:
+    if w.poll() is None:
+        w.kill()
+    w.wait()
+assert w.returncode == 0 and "ksm_cgroup_profit_bytes{" in ref
 assert os.listdir(os.path.dirname(f)) == ["ksm.prom"], os.listdir(os.path.dirname(f))
 ' "$K" "$TMP/tf/ksm.prom"
 	ok $? "status -o: a reader never sees a partial file"
+
+	# a cgroup whose name has a quote, a backslash and a byte that is not UTF-8, and a
+	# program whose comm is cut inside a UTF-8 character: escaped and replaced (U+FFFD)
+	q=$(printf '/sys/fs/cgroup/ksmctl-q"\\\377.%s' $$)
+	u=$(printf '\303\261\303\261\303\261\303\261\303\261\303\261\303\261\303\261')
+	if mkdir "$q"; then
+		CGDIRS="$CGDIRS $q"
+		cp "$(command -v sleep)" "$TMP/$u"
+		sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run "$3" 300' sh "$q" "$K" "$TMP/$u" &
+		CGPIDS="$CGPIDS $!"
+		wait_comm $! "$(printf '\303\261\303\261\303\261\303\261\303\261\303\261\303\261\303')"
+		"$K" status -p --per-process >"$TMP/pq"
+		rc=$?
+		if command -v promtool >/dev/null 2>&1; then
+			promtool check metrics <"$TMP/pq" >"$TMP/lint" 2>&1
+		else
+			: >"$TMP/lint"
+		fi
+		r=$?
+		[ $rc -eq 0 ] && [ $r -eq 0 ] &&
+		grep -q "^ksm_cgroup_processes{cgroup=\"/ksmctl-q\\\\\"\\\\\\\\$(printf '\357\277\275').$$\"} 1\$" "$TMP/pq" &&
+		grep -q "comm=\"$(printf '\303\261\303\261\303\261\303\261\303\261\303\261\303\261\357\277\275')\"}" "$TMP/pq"
+		r=$?
+		ok $r "status --prometheus: label values escaped, bytes not UTF-8 replaced (promtool)"
+		[ $r -eq 0 ] || { grep -a -e ksmctl-q -e 'comm=' "$TMP/pq"; cat "$TMP/lint"; } | sed 's/^/# /'
+	else
+		skip "status --prometheus: label values escaped, bytes not UTF-8 replaced (promtool)" \
+			"cannot make a cgroup named with a byte that is not UTF-8"
+	fi
 
 	echo 1 >"$KSM"/run
 	kill $CGPIDS 2>/dev/null
@@ -555,6 +593,22 @@ ok $r "usage errors exit 2"
 rc=$?
 [ $rc -eq 1 ] && grep -q "no-such-dir/ksm.prom" "$TMP/err" && [ ! -e "$TMP/no-such-dir" ]
 ok $? "status -o into a missing directory: exits 1 naming the file"
+
+# a write error (the file size limit) fails the command and keeps the old file
+"$K" status -p -o "$TMP/w.prom" && cp "$TMP/w.prom" "$TMP/w.old" &&
+	(trap '' XFSZ; ulimit -f 1; "$K" status -p --per-process -o "$TMP/w.prom") 2>"$TMP/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "write error" "$TMP/err" && cmp -s "$TMP/w.prom" "$TMP/w.old" &&
+	[ -z "$(ls "$TMP" | grep 'w\.prom\.tmp')" ]
+ok $? "status -o: a write error exits 1, the old file kept, no temporary file left (got $rc)"
+
+# only a regular file is replaced; the new one is readable by all (node_exporter)
+ln -s "$TMP/w.old" "$TMP/l.prom"
+"$K" status -p -o "$TMP/l.prom" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 1 ] && [ -L "$TMP/l.prom" ] && grep -q "not a regular file" "$TMP/err" &&
+	[ "$(stat -c %a "$TMP/w.prom")" = 644 ]
+ok $? "status -o: a symlink is not replaced (got $rc); the file written is mode 644"
 
 "$K" --help >"$TMP/help"
 rc=$?
