@@ -10,7 +10,7 @@ set -eu
 deb=$1 out=$2
 [ -f "$deb" ] || { echo "system-image.sh: no package $deb: run 'make deb' first" >&2; exit 1; }
 pkgs="systemd-sysv udev dbus apparmor initramfs-tools zstd kmod procps util-linux python3 criu
- iproute2 linux-base libnuma1"
+ iproute2 linux-base libnuma1 prometheus-node-exporter curl"
 base=build/system/base
 key=$(echo "bookworm $pkgs" | sha256sum | cut -c1-16)
 if [ "$(cat $base.key 2>/dev/null)" != "$key" ]; then
@@ -52,6 +52,26 @@ Requires=multi-user.target ksm-checks.service
 After=multi-user.target
 AllowIsolate=yes
 EOF
+
+# ksmctl's metrics for node_exporter's textfile collector, as man/ksmctl.8 sets them up
+cat > "$root/etc/systemd/system/ksm-metrics.service" <<'EOF'
+[Unit]
+Description=KSM metrics for node_exporter
+[Service]
+Type=oneshot
+ExecStart=/opt/ksm/ksmctl status --prometheus -o /var/lib/prometheus/node-exporter/ksm.prom
+EOF
+cat > "$root/etc/systemd/system/ksm-metrics.timer" <<'EOF'
+[Unit]
+Description=KSM metrics for node_exporter, every 30 s
+[Timer]
+OnBootSec=30s
+OnUnitActiveSec=30s
+[Install]
+WantedBy=timers.target
+EOF
+mkdir -p "$root/etc/systemd/system/timers.target.wants"
+ln -sf ../ksm-metrics.timer "$root/etc/systemd/system/timers.target.wants/ksm-metrics.timer"
 
 # The kernel, as an administrator installs it: dpkg inside the system, hooks and all.
 cp "$deb" "$root/tmp/"
