@@ -135,7 +135,9 @@ grep -qx 'ksm_merge_any: yes' "$TMP/stat2"
 ok $? "run: the setting is inherited by children of the command"
 
 # --- status ---
-"$K" run sleep 60 &
+# (the background processes of the tests live for an hour and are killed when done: a
+# fixed lifetime ran out under a loaded TCG guest while tests still looked for them)
+"$K" run sleep 3600 &
 BG=$!
 wait_comm $BG sleep
 ok $? "run: background command started (pid $BG)"
@@ -222,7 +224,7 @@ m = mmap.mmap(-1, 8 << 20, mmap.MAP_PRIVATE)
 m.madvise(mmap.MADV_NOHUGEPAGE)
 for i in range(0, len(m), mmap.PAGESIZE):
 	m[i] = 0
-time.sleep(600)
+time.sleep(3600)
 ' &
 	ZBG=$!
 	zp=0
@@ -339,7 +341,7 @@ cg_skip() {
 # cgroup_run CGROUP: start a process with KSM on in CGROUP, 8 MiB of identical bytes
 cgroup_run() {
 	sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run python3 -c "$3"' sh "$1" "$K" \
-		'import time; b = b"\x6b" * (8 << 20); time.sleep(300)' &
+		'import time; b = b"\x6b" * (8 << 20); time.sleep(3600)' &
 	CGPIDS="$CGPIDS $!"
 }
 if ! command -v python3 >/dev/null 2>&1; then
@@ -525,7 +527,7 @@ assert os.listdir(os.path.dirname(f)) == ["ksm.prom"], os.listdir(os.path.dirnam
 	if mkdir "$q"; then
 		CGDIRS="$CGDIRS $q"
 		cp "$(command -v sleep)" "$TMP/$u"
-		sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run "$3" 300' sh "$q" "$K" "$TMP/$u" &
+		sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run "$3" 3600' sh "$q" "$K" "$TMP/$u" &
 		CGPIDS="$CGPIDS $!"
 		wait_comm $! "$(printf '\303\261\303\261\303\261\303\261\303\261\303\261\303\261\303')"
 		"$K" status -p --per-process >"$TMP/pq"
