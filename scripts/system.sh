@@ -4,7 +4,8 @@
 # /boot files, systemd as PID 1; ksm-checks.service writes TAP to the second serial port.
 # Passes when every check passed and the console has no kernel splat.
 set -eu
-deb=${1:-$(ls build/deb/linux-image-*-ksm_*_amd64.deb 2>/dev/null | grep -v -- -dbg_ | tail -n 1)}
+# the package make deb made last (the newest; an older series' may still be there)
+deb=${1:-$(ls -t build/deb/linux-image-*-ksm_*_amd64.deb 2>/dev/null | grep -v -- -dbg_ | head -n 1)}
 [ -n "$deb" ] || { echo "system.sh: no build/deb/linux-image-*-ksm_*.deb: run 'make deb' first" >&2; exit 1; }
 name=$(dpkg-deb -f "$deb" Package)
 out=build/system/${name#linux-image-}
