@@ -68,6 +68,11 @@ ksm_value() {
 	cat "$KSM/$1" 2>/dev/null || echo -
 }
 
+# run "$@" as nobody (uid and gid 65534, no groups), to see what ksmctl cannot read
+as_nobody() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+}
+
 # the ksm_zero_pages line of /proc/$1/ksm_stat
 proc_zero_pages() {
 	sed -n 's/^ksm_zero_pages //p' /proc/"$1"/ksm_stat 2>/dev/null
@@ -193,8 +198,7 @@ else
 fi
 
 if command -v setpriv >/dev/null 2>&1; then
-	setpriv --reuid=65534 --regid=65534 --clear-groups \
-		"$K" status >"$TMP/unpriv" 2>&1
+	as_nobody "$K" status >"$TMP/unpriv" 2>&1
 	rc=$?
 	[ $rc -eq 0 ] &&
 	grep -Eq '^[1-9][0-9]* process(es)? not readable \(run as root\)$' \
@@ -412,8 +416,7 @@ assert profits == sorted(profits, reverse=True), profits
 	ok $? "status --cgroup --json: sums of the per-process values, sorted by profit"
 
 	if command -v setpriv >/dev/null 2>&1; then
-		setpriv --reuid=65534 --regid=65534 --clear-groups \
-			"$K" status --cgroup >"$TMP/cgn" 2>&1
+		as_nobody "$K" status --cgroup >"$TMP/cgn" 2>&1
 		rc=$?
 		[ $rc -eq 0 ] &&
 		grep -Eq "^ +0 +- +- +- +- +2  /ksmctl-a\.$$\$" "$TMP/cgn" &&
@@ -474,8 +477,7 @@ assert got[("ksm_cgroup_merging_pages", sys.argv[3])] > 0
 	ok $? "status --prometheus: per-cgroup samples equal status --cgroup --json"
 
 	if command -v setpriv >/dev/null 2>&1; then
-		setpriv --reuid=65534 --regid=65534 --clear-groups \
-			"$K" status --prometheus >"$TMP/promn" 2>&1
+		as_nobody "$K" status --prometheus >"$TMP/promn" 2>&1
 		rc=$?
 		[ $rc -eq 0 ] &&
 		grep -qx "ksm_cgroup_unreadable_processes{cgroup=\"/ksmctl-a\.$$\"} 2" "$TMP/promn" &&
