@@ -52,8 +52,11 @@ run: deps-run
 # Stress suite (stress/*.c): `make stress DURATION=seconds ITERATIONS=n`, see README.
 DURATION   ?= 600
 ITERATIONS ?=
-# stress/ksm_util.c is no program: the helpers every program links (and bench/ksmbench.c)
-stress_progs := $(patsubst stress/%.c,build/stress/%,$(filter-out stress/ksm_util.c,$(wildcard stress/*.c)))
+# Every program links the series' helper unit of the tree SRC, tools/testing/selftests/vm/
+# ksm_util.[ch] (as bench/ksmbench.c and system/*.c do), and stress/stress_util.c, no program:
+# what only the stress suite needs on top of it.
+KSM_UNIT := $(SRC)/tools/testing/selftests/vm/ksm_util
+stress_progs := $(patsubst stress/%.c,build/stress/%,$(filter-out stress/stress_util.c,$(wildcard stress/*.c)))
 
 stress: deps-check
 	sh scripts/stress.sh $(DURATION) $(ITERATIONS)
@@ -63,10 +66,12 @@ stress-progs: $(stress_progs)
 build/out/test/usr/include/linux/prctl.h: $(SRC)/include/uapi/linux/prctl.h
 	$(MAKE) -s -C $(SRC) O=$(CURDIR)/build/out/test headers_install
 
-build/stress/%: stress/%.c stress/ksm_util.c stress/ksm_util.h build/out/test/usr/include/linux/prctl.h
+build/stress/%: stress/%.c stress/stress_util.c stress/stress_util.h $(KSM_UNIT).c $(KSM_UNIT).h \
+		$(SRC)/tools/testing/selftests/kselftest.h build/out/test/usr/include/linux/prctl.h
 	@mkdir -p build/stress
 	gcc -O2 -g -Wall -Wextra -Werror -pthread -isystem build/out/test/usr/include \
-		-I$(SRC)/tools/testing/selftests -o $@ $< stress/ksm_util.c
+		-I$(SRC)/tools/testing/selftests -I$(SRC)/tools/testing/selftests/vm \
+		-o $@ $< stress/stress_util.c $(KSM_UNIT).c
 
 check: deps-check
 	bash scripts/check.sh

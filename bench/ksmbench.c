@@ -31,7 +31,10 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
-#include "../stress/ksm_util.h"
+#include "ksm_util.h"
+
+/* /proc/<pid>/pagemap: file-backed or shared anonymous */
+#define PM_FILE		(1ULL << 61)
 
 static long pgsz;
 
@@ -62,15 +65,19 @@ static long ksm_value(const char *name)
 	return v;
 }
 
-/* Not a knob_set(): the benchmarks start and stop ksmd, nothing is restored. */
-static void ksm_write(const char *name, long v)
+/*
+ * ksm_write() of run, but a benchmark that cannot start or stop ksmd cannot
+ * go on. Not a knob_set(): the benchmarks start and stop ksmd, nothing is
+ * restored.
+ */
+static void ksm_run(const char *val)
 {
-	char path[128], val[32];
+	int err = ksm_write("run", val);
 
-	snprintf(path, sizeof(path), KSM_SYSFS "%s", name);
-	snprintf(val, sizeof(val), "%ld\n", v);
-	if (write_file(path, val))
-		die(path);
+	if (err) {
+		errno = err;
+		die(KSM_SYSFS "run");
+	}
 }
 
 static void merge_on(void)
@@ -84,7 +91,7 @@ static long ksm_converge(int max_scans)
 {
 	long scans0 = ksm_value("full_scans"), last = -1, last_scan = scans0, s, sc;
 
-	ksm_write("run", 1);
+	ksm_run("1");
 	for (;;) {
 		usleep(20000);
 		s = ksm_value("pages_sharing");
@@ -100,7 +107,7 @@ static long ksm_converge(int max_scans)
 			exit(1);
 		}
 	}
-	ksm_write("run", 0);
+	ksm_run("0");
 	return last;
 }
 
@@ -331,7 +338,7 @@ static int unmerge(const char *how, long mib)
 	madvise(p, npg * pgsz, MADV_NOHUGEPAGE);
 	for (long i = 0; i < npg; i++)	/* 64 distinct contents, each npg/64 times */
 		memset(p + i * pgsz, 'a' + i % 64, pgsz);
-	ksm_write("run", 2);		/* nothing else merged */
+	ksm_run("2");		/* nothing else merged */
 	if (use_prctl)
 		merge_on();
 	else if (madvise(p, npg * pgsz, MADV_MERGEABLE))
@@ -390,7 +397,7 @@ static int sparse(const char *how, long gib)
 	madvise(p, len, MADV_NOHUGEPAGE);
 	for (long i = 0; i < n; i++)
 		memset(p + i * stride * pgsz, 'k', pgsz);
-	ksm_write("run", 2);		/* nothing else merged */
+	ksm_run("2");		/* nothing else merged */
 	for (long i = 0; i < n; i++)
 		if (madvise(p + i * stride * pgsz, pgsz, MADV_MERGEABLE))
 			die("madvise(MADV_MERGEABLE) of a page");
@@ -456,7 +463,7 @@ static int synth(void)
 	}
 	if (k != npg)
 		return fprintf(stderr, "ksmbench: synth layout bug\n"), 1;
-	ksm_write("run", 2);
+	ksm_run("2");
 	merge_on();
 	sharing = ksm_converge(40);
 	saved = saved_in_range(p, npg, 1, NULL);
@@ -502,19 +509,6 @@ static void hash_page(const uint64_t *w, uint64_t *h1, uint64_t *h2)
 	*h2 = b;
 }
 
-static uint64_t zero_pfn(void)
-{
-	volatile char *p = mmap(NULL, pgsz, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint64_t e = 0;
-
-	if (p == MAP_FAILED)
-		die("zero page");
-	(void)p[0];	/* read fault: maps the shared zero page */
-	if (pagemap_read((const void *)p, 1, &e))
-		die("pagemap");
-	return e & PM_PFN;
-}
-
 /*
  * Present anonymous pages (not file/shared, not the zero page) of the given processes:
  * distinct physical pages, and distinct contents among them. Their difference is the
@@ -527,6 +521,8 @@ static int dupscan(int n, char **pids)
 	size_t cap = 1 << 16, cnt = 0, pfns = 0, contents = 0;
 	struct pg *v = malloc(cap * sizeof(*v));
 
+	if (!zpfn)
+		die("zero page");
 	for (int k = 0; k < n; k++) {
 		char path[64], line[512];
 		unsigned long lo, hi;

@@ -17,7 +17,9 @@ sh scripts/build-kernel.sh $out/src $out/out/run $frags; lap "build the patched 
 sh scripts/build-kernel.sh $out/base-src $out/out/base-run $frags; lap "build the base kernel"
 sh scripts/peer-src.sh; lap "tree: linux-source-6.12"
 sh scripts/build-kernel.sh $out/peer-src $out/out/peer-run $frags; lap "build the 6.12 kernel"
-gcc -Wall -O2 -o $out/ksmbench bench/ksmbench.c stress/ksm_util.c
+# ksmbench links the series' helper unit, as the stress programs do
+unit=$out/src/tools/testing/selftests/vm
+gcc -Wall -O2 -I$unit -o $out/ksmbench bench/ksmbench.c $unit/ksm_util.c
 gcc -Wall -O2 -I$out/src -I$out/src/tools/testing/selftests -o $out/ksm_tests \
 	$out/src/tools/testing/selftests/vm/ksm_tests.c -lrt -lpthread -lnuma
 lap "build ksmbench and ksm_tests"

@@ -12,10 +12,12 @@ out=build/system/${name#linux-image-}
 start=$(date +%s)
 # The programs the checks run, built here (the machine has Debian 12's libc, as this one),
 # the series' from build/src (also for a KERNEL_DEB of another kernel).
+# system/*.c link the series' helper unit, tools/testing/selftests/vm/ksm_util.[ch].
 sh scripts/src.sh
+unit=build/src/tools/testing/selftests/vm
 mkdir -p build/system/opt
 for p in criu-ksm ksm-worker; do
-	gcc -O2 -Wall -Wextra -Werror -Istress -o build/system/opt/$p system/$p.c stress/ksm_util.c
+	gcc -O2 -Wall -Wextra -Werror -I$unit -o build/system/opt/$p system/$p.c $unit/ksm_util.c
 done
 make -s --no-print-directory build/ksmctl && cp build/ksmctl build/system/opt/
 # The series' selftests against its uapi headers, and upstream 6.12's (upstream-selftests.sh)
@@ -25,7 +27,7 @@ sh scripts/upstream-selftests.sh
 mkdir -p build/system/opt/upstream
 cp build/upstream/ksm_functional_tests build/upstream/ksm_tests build/system/opt/upstream/
 # The image is made again when the package, the checks or the image script changed.
-key=$( { cat "$deb" scripts/system-image.sh system/* stress/ksm_util.[ch]; find build/system/opt -type f | sort | xargs cat; } |
+key=$( { cat "$deb" scripts/system-image.sh system/* $unit/ksm_util.[ch]; find build/system/opt -type f | sort | xargs cat; } |
 	sha256sum | cut -c1-16)
 if [ "$(cat $out/image.key 2>/dev/null)" != "$key" ] || [ ! -f $out/disk.img ]; then
 	sh scripts/system-image.sh "$deb" $out

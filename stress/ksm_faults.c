@@ -62,7 +62,7 @@
 #include <sys/wait.h>
 
 #include "kselftest.h"
-#include "ksm_util.h"
+#include "stress_util.h"
 
 #define KMEMLEAK DEBUGFS "kmemleak"
 #define FAIL_NTH "/proc/thread-self/fail-nth"
@@ -71,9 +71,9 @@
 #define EXEC_CHECK_ARG "--ksm-faults-exec-check"
 
 /* Merged area of every worker: AREA_KINDS distinct pages, many copies each. */
-#define AREA_PAGES 32
+#define WORKER_AREA_PAGES 32
 #define AREA_KINDS 4
-#define MERGE_TIMEOUT_SEC 90
+#define AREA_MERGE_TIMEOUT_SEC 90
 
 #define DEFAULT_SECONDS 150
 /* What the kmemleak check at the end takes, out of the -d bound. */
@@ -207,26 +207,22 @@ static bool consistent(pid_t pid, int want, bool madvised, const char *what)
 /* Compares every page of the area with what was written there. */
 static bool area_verify(const char *area, const char *what)
 {
-	long bad = pattern_bad_pages(area, AREA_PAGES);
+	long bad = pattern_bad_pages(area, WORKER_AREA_PAGES);
 
-	stat_add(&stats->pages_verified, AREA_PAGES);
+	stat_add(&stats->pages_verified, WORKER_AREA_PAGES);
 	stat_add(&stats->mismatches, bad);
-	return expect(!bad, "%s: %ld of %d pages changed", what, bad, AREA_PAGES);
+	return expect(!bad, "%s: %ld of %d pages changed", what, bad, WORKER_AREA_PAGES);
 }
 
 static bool area_wait_merged(const char *area, const char *what)
 {
-	long nr = ksm_wait_pages(area, AREA_PAGES, AREA_PAGES, 20, MERGE_TIMEOUT_SEC);
+	long nr = ksm_wait_pages(area, WORKER_AREA_PAGES, WORKER_AREA_PAGES, 20,
+				 AREA_MERGE_TIMEOUT_SEC);
 
 	if (nr < 0)
 		expect(false, "pagemap/kpageflags: %m");
-	return expect(nr == AREA_PAGES, "%s: %ld of %d pages merged after %d s", what, nr,
-		      AREA_PAGES, MERGE_TIMEOUT_SEC);
-}
-
-static long merge_set(unsigned long on)
-{
-	return prctl(PR_SET_MEMORY_MERGE, on, 0UL, 0UL, 0UL);
+	return expect(nr == WORKER_AREA_PAGES, "%s: %ld of %d pages merged after %d s", what, nr,
+		      WORKER_AREA_PAGES, AREA_MERGE_TIMEOUT_SEC);
 }
 
 /* Writes to every page of the stack below us, so that the operation under
@@ -303,7 +299,7 @@ static void nth_account(struct nth_loop *l, int code)
 /* In a fresh child of the never-enabled main process: enable with fail-nth @n. */
 static int enable_once(unsigned int n, bool madvised)
 {
-	char *area = pattern_map(AREA_PAGES);
+	char *area = pattern_map(WORKER_AREA_PAGES);
 	char nbuf[16];
 	int fd, len, fired, err, vmas, mg;
 	long ret;
@@ -312,7 +308,7 @@ static int enable_once(unsigned int n, bool madvised)
 	fd = fail_nth_open();
 	if (!area || fd < 0)
 		return OP_BAD;
-	if (madvised && madvise(area, AREA_PAGES * page_size, MADV_MERGEABLE))
+	if (madvised && madvise(area, WORKER_AREA_PAGES * page_size, MADV_MERGEABLE))
 		return expect(false, "madvise: %m"), OP_BAD;
 	if (!consistent(0, 0, madvised, "before enable"))
 		return OP_BAD;
@@ -334,7 +330,7 @@ static int enable_once(unsigned int n, bool madvised)
 		ok &= expect(fired, "enable failed, fail-nth %u not reached", n);
 		ok &= consistent(0, 0, madvised, "after failed enable");
 		if (madvised) {
-			vmas = range_vmas(area, AREA_PAGES * page_size, &mg);
+			vmas = range_vmas(area, WORKER_AREA_PAGES * page_size, &mg);
 			ok &= expect(vmas > 0 && mg == vmas,
 				     "failed enable dropped mg from the madvised area");
 		}
@@ -387,7 +383,7 @@ static void test_enable(bool madvised)
  */
 static int disable_worker(struct nth_loop *l)
 {
-	char *area = pattern_map(AREA_PAGES);
+	char *area = pattern_map(WORKER_AREA_PAGES);
 	char nbuf[16], what[64];
 	int fd = fail_nth_open(), len, fired, err;
 	long ret;
@@ -448,7 +444,7 @@ static void test_disable(void)
 {
 	struct nth_loop *l = nth_start("disable (unmerge)");
 
-	if (!ksmd_fast(5000)) {
+	if (!ksmd_fast(5000, 0)) {
 		ksft_test_result_fail("%s: cannot start ksmd\n", l->name);
 		return;
 	}
@@ -480,7 +476,7 @@ static int fork_child_check(const char *area)
 
 static int fork_worker(struct nth_loop *l)
 {
-	char *area = pattern_map(AREA_PAGES);
+	char *area = pattern_map(WORKER_AREA_PAGES);
 	char nbuf[16], what[64];
 	int fd = fail_nth_open(), len, fired, err, code;
 	pid_t pid;
@@ -816,7 +812,7 @@ static int exec_follow(pid_t pid, unsigned int n, struct nth_loop *l)
 
 static int exec_worker(struct nth_loop *l)
 {
-	char *area = pattern_map(AREA_PAGES);
+	char *area = pattern_map(WORKER_AREA_PAGES);
 	pid_t pid;
 	int code;
 
@@ -998,7 +994,7 @@ int main(int argc, char **argv)
 	 * ksmd first: knobs_restore() goes in reverse order, and fault
 	 * injection must be off before ksmd is touched.
 	 */
-	if (!ksmd_fast(5000))
+	if (!ksmd_fast(5000, 0))
 		ksft_exit_fail_msg("cannot start ksmd\n");
 	if (!fault_knobs_set())
 		ksft_exit_fail_msg("cannot set the fault-injection knobs\n");

@@ -60,7 +60,7 @@
 #include <unistd.h>
 
 #include "kselftest.h"
-#include "ksm_util.h"
+#include "stress_util.h"
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE		25
@@ -254,11 +254,11 @@ static bool area_wait_ksm(const struct area *a, long want, bool touch, const cha
 		      ksm_read("pages_scanned") - scanned, ksm_read("run"));
 }
 
-static bool merge_set(unsigned long on)
+/* merge_set(), counted as an operation: true, or false said with expect(). */
+static bool merge_set_ok(unsigned long on)
 {
 	stat_add(&stats->operations, 1);
-	return expect(!prctl(PR_SET_MEMORY_MERGE, on, 0UL, 0UL, 0UL),
-		      "PR_SET_MEMORY_MERGE %lu: %m", on);
+	return expect(!merge_set(on), "PR_SET_MEMORY_MERGE %lu: %m", on);
 }
 
 /* ------------------------------------------------------------------ */
@@ -416,7 +416,7 @@ static int swap_worker(int w)
 
 	snprintf(pid, sizeof(pid), "%d", getpid());
 	if (!expect(cg_file_write("cgroup.procs", pid), "join %s: %m", cg_dir) ||
-	    !merge_set(1) || !area_map(&a, 2048, 0, MAP_PRIVATE | MAP_ANONYMOUS))
+	    !merge_set_ok(1) || !area_map(&a, 2048, 0, MAP_PRIVATE | MAP_ANONYMOUS))
 		return 1;
 	/* 64 contents shared by the workers, and a quarter of unique pages. */
 	area_fill_dups(&a, 1, 64);
@@ -476,7 +476,7 @@ static int swap_cache_unmerge(int unused)
 	snprintf(pid, sizeof(pid), "%d", getpid());
 	p = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (!expect(p != MAP_FAILED, "swap cache: mmap: %m") ||
-	    !expect(cg_file_write("cgroup.procs", pid), "join %s: %m", cg_dir) || !merge_set(1))
+	    !expect(cg_file_write("cgroup.procs", pid), "join %s: %m", cg_dir) || !merge_set_ok(1))
 		return 1;
 	madvise(p, n * PAGE, MADV_NOHUGEPAGE);
 	memset(p, 0x6b, n * PAGE);
@@ -496,7 +496,7 @@ static int swap_cache_unmerge(int unused)
 	(void)*(volatile char *)p;	/* fault one mapping back in: the KSM page */
 	for (out = 0, i = 1; i < n; i++)
 		out += !!(pagemap_entry(p + i * PAGE) & PM_SWAP);
-	ok = ok && merge_set(0);
+	ok = ok && merge_set_ok(0);
 	for (i = 0; ok && i < n; i++)
 		ok &= expect(p[i * PAGE] == 0x6b && p[i * PAGE + PAGE - 1] == 0x6b,
 			     "swap cache: page %zu changed", i);
@@ -628,7 +628,7 @@ static int migrate_worker(int mac)
 	struct area a;
 	bool ok;
 
-	if (!merge_set(1) || !area_map(&a, 1024, 0, MAP_PRIVATE | MAP_ANONYMOUS))
+	if (!merge_set_ok(1) || !area_map(&a, 1024, 0, MAP_PRIVATE | MAP_ANONYMOUS))
 		return 1;
 	pages = calloc(a.pages, sizeof(*pages));
 	nodes = calloc(a.pages, sizeof(*nodes));
@@ -743,7 +743,7 @@ static bool set_merge_across_nodes(int mac)
 	int try;
 
 	stat_add(&stats->count[1][MG_OURS_KB], kb > 0 ? kb : 0);
-	if (!merge_set(1) || !merge_set(0))
+	if (!merge_set_ok(1) || !merge_set_ok(0))
 		return false;
 	snprintf(val, sizeof(val), "%ld", ksm_read("merge_across_nodes"));
 	if (!knob_set(path, val))	/* saves it for knobs_restore() */
@@ -827,7 +827,7 @@ static int thp_worker(int w)
 	bool ok = true;
 	int round;
 
-	if (!merge_set(1) || !area_map(&a, 8 * HPAGE_PAGES, HPAGE, MAP_PRIVATE | MAP_ANONYMOUS))
+	if (!merge_set_ok(1) || !area_map(&a, 8 * HPAGE_PAGES, HPAGE, MAP_PRIVATE | MAP_ANONYMOUS))
 		return 1;
 	if (!expect(!madvise(a.p, a.pages * PAGE, MADV_HUGEPAGE), "MADV_HUGEPAGE: %m"))
 		return 1;
@@ -933,7 +933,7 @@ static int hugetlb_worker(int unused)
 	if (!area_map(&before, HPAGE_PAGES, 0, fl))
 		return 1;
 	area_fill_dups(&before, 300, 8);
-	ok &= merge_set(1);
+	ok &= merge_set_ok(1);
 	if (!area_map(&after, HPAGE_PAGES, 0, fl))
 		return 1;
 	area_fill_dups(&after, 300, 8);
@@ -959,8 +959,8 @@ static int hugetlb_worker(int unused)
 		 * Disabled, then enabled again: the next round waits for
 		 * ksmd's scans, which stop while no mm is registered.
 		 */
-		ok &= merge_set(0) & area_verify(&before, "hugetlb after disable");
-		ok &= merge_set(1) & hugetlb_unmarked(before.p, "hugetlb after enabling again");
+		ok &= merge_set_ok(0) & area_verify(&before, "hugetlb after disable");
+		ok &= merge_set_ok(1) & hugetlb_unmarked(before.p, "hugetlb after enabling again");
 	}
 	area_unmap(&before);
 	area_unmap(&after);
@@ -977,7 +977,7 @@ static void test_hugetlb(void)
 	}
 	/* Two mappings of one huge page, and their copies in the child. */
 	if (!knob_set("/proc/sys/vm/nr_hugepages", "6") ||
-	    read_long("/proc/sys/vm/nr_hugepages") < 4) {
+	    read_key("/proc/sys/vm/nr_hugepages", NULL) < 4) {
 		ksft_test_result_skip("hugetlb: fewer than 4 free huge pages\n");
 		return;
 	}
@@ -1078,7 +1078,7 @@ static int pkey_worker(int unused)
 		return 1;
 	ok &= pkey_kept(&a, pkey, false, "pkeys: before enabling");
 	for (round = 0; ok && go_on(round); round++) {
-		ok &= merge_set(1) & pkey_kept(&a, pkey, true, "pkeys: enabled");
+		ok &= merge_set_ok(1) & pkey_kept(&a, pkey, true, "pkeys: enabled");
 		ok &= area_wait_ksm(&a, a.pages / 2, false, "pkeys: merged");
 		ok &= pkey_kept(&a, pkey, true, "pkeys: merged");
 		/* A new mapping beside it: mergeable, with key 0, ours unchanged. */
@@ -1095,7 +1095,7 @@ static int pkey_worker(int unused)
 		if (child == 0)
 			child_exit(pkey_kept(&a, pkey, true, "pkeys: forked child") ? 0 : 1);
 		ok &= reap(child, "pkeys: child");
-		ok &= merge_set(0) & pkey_kept(&a, pkey, false, "pkeys: disabled");
+		ok &= merge_set_ok(0) & pkey_kept(&a, pkey, false, "pkeys: disabled");
 		ok &= expect(!area_ksm_pages(&a), "pkeys: KSM pages left after disabling");
 	}
 	/* Writable again: the pages are private copies now. */
@@ -1169,10 +1169,10 @@ static int numa_worker(int w)
 	for (round = 0; ok && go_on(round); round++) {
 		long n;
 
-		ok &= merge_set(1);
+		ok &= merge_set_ok(1);
 		ok &= area_wait_ksm(&a, a.pages / 4, false, "numa_balancing: merged");
 		n = area_ksm_pages(&a);
-		ok &= merge_set(0);
+		ok &= merge_set_ok(0);
 		stat_add(&stats->count[5][NB_DISABLES], 1);
 		stat_add(&stats->count[5][NB_UNMERGED], n);
 		n = area_ksm_pages(&a);
@@ -1246,7 +1246,7 @@ static int zero_worker(int w)
 	int round;
 
 	(void)w;
-	if (!merge_set(1) || !area_map(&a, 512, 0, MAP_PRIVATE | MAP_ANONYMOUS))
+	if (!merge_set_ok(1) || !area_map(&a, 512, 0, MAP_PRIVATE | MAP_ANONYMOUS))
 		return 1;
 	/* Half empty pages (written: ksmd maps the zero page), half duplicates. */
 	for (size_t i = 0; i < a.pages; i++)
@@ -1429,7 +1429,7 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_fatal);
 	signal(SIGINT, on_fatal);
 	ksft_set_plan(n);
-	if (!ksmd_fast(5000))
+	if (!ksmd_fast(5000, 0))
 		ksft_exit_fail_msg("cannot set the ksmd knobs\n");
 	start = now_sec();
 	for (t = 0; t < ARRAY_SIZE(features); t++) {

@@ -44,7 +44,7 @@
 #include <unistd.h>
 
 #include "kselftest.h"
-#include "ksm_util.h"
+#include "stress_util.h"
 
 #define MAX_PROCS	8
 #define MAX_THREADS	8
@@ -421,7 +421,7 @@ int main(int argc, char **argv)
 	if (geteuid())
 		ksft_exit_skip("needs root to drive ksmd and the fault injectors\n");
 	/* ksmd flat out, so that there is unmerging work for every disable. */
-	if (!ksmd_fast(5000))
+	if (!ksmd_fast(5000, 0))
 		ksft_exit_skip("cannot set up ksmd\n");
 	faults = !access("/proc/thread-self/fail-nth", W_OK) && fault_knobs_set();
 	ksft_set_plan(5);

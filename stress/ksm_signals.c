@@ -36,7 +36,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -55,17 +54,16 @@
 #include <linux/capability.h>
 
 #include "kselftest.h"
-#include "ksm_util.h"
+#include "stress_util.h"
 
 /* Arguments that make this program the exec target of the security tests. */
 #define HELPER_ARG "--ksm-signals-helper"
-#define UNPRIV_ID 65534
 
 #define AREA_KINDS 16		/* distinct page contents in an area */
 #define DEFAULT_AREA_MIB 64
 #define DEFAULT_SECONDS 170
 #define DEFAULT_ATTEMPTS 4
-#define MERGE_TIMEOUT_SEC 120
+#define AREA_MERGE_TIMEOUT_SEC 120
 #define UNMERGE_TIMEOUT_SEC 300
 /* Merged enough: ksmd may leave a few pages behind for a while. */
 #define MERGED_PERCENT 98
@@ -116,15 +114,11 @@ static long free_pages(void)
 	return read_key("/proc/vmstat", "nr_free_pages");
 }
 
-static long merge_set(unsigned long on)
+/* merge_set(), counted as an operation */
+static long merge_set_counted(unsigned long on)
 {
 	stat_add(&stats->operations, 1);
-	return prctl(PR_SET_MEMORY_MERGE, on, 0UL, 0UL, 0UL);
-}
-
-static long merge_get(void)
-{
-	return prctl(PR_GET_MEMORY_MERGE, 0UL, 0UL, 0UL, 0UL);
+	return merge_set(on);
 }
 
 /* ------------------------------------------------------------------ */
@@ -171,7 +165,7 @@ static bool area_wait_merged(const char *area, size_t pages, const char *what)
 {
 	size_t want = pages * MERGED_PERCENT / 100;
 	double start = now_sec();
-	long nr = ksm_wait_pages(area, pages, want, 100, MERGE_TIMEOUT_SEC);
+	long nr = ksm_wait_pages(area, pages, want, 100, AREA_MERGE_TIMEOUT_SEC);
 
 	if (nr >= (long)want) {
 		ksft_print_msg("%s: %ld of %zu pages merged in %.1f s\n", what, nr, pages,
@@ -179,7 +173,7 @@ static bool area_wait_merged(const char *area, size_t pages, const char *what)
 		return true;
 	}
 	return expect(false, "%s: %ld of %zu pages merged after %d s", what, nr, pages,
-		      MERGE_TIMEOUT_SEC);
+		      AREA_MERGE_TIMEOUT_SEC);
 }
 
 /* ------------------------------------------------------------------ */
@@ -281,7 +275,7 @@ static int disable_child(struct chan *c, bool nonfatal)
 		sigprocmask(SIG_BLOCK, &usr1, NULL);
 	}
 	area = pattern_map(area_pages);
-	if (!area || !expect(merge_set(1) == 0, "enable: %m"))
+	if (!area || !expect(merge_set_counted(1) == 0, "enable: %m"))
 		return KSFT_FAIL;
 	for (;;) {
 		if (!area_wait_merged(area, area_pages, "disable child"))
@@ -292,7 +286,7 @@ static int disable_child(struct chan *c, bool nonfatal)
 			return cmd == 'Q' ? KSFT_PASS : KSFT_FAIL;
 
 		sigprocmask(SIG_UNBLOCK, &usr1, NULL);
-		r.ret = merge_set(0);
+		r.ret = merge_set_counted(0);
 		r.err = errno;
 		sigprocmask(SIG_BLOCK, &usr1, NULL);
 
@@ -302,7 +296,7 @@ static int disable_child(struct chan *c, bool nonfatal)
 			return KSFT_PASS;	/* the disable won the race */
 		if (r.ret == 0) {
 			/* Too fast for the parent: enable and merge again. */
-			if (!expect(merge_set(1) == 0, "enable again: %m"))
+			if (!expect(merge_set_counted(1) == 0, "enable again: %m"))
 				return KSFT_FAIL;
 			continue;
 		}
@@ -317,7 +311,7 @@ static int disable_child(struct chan *c, bool nonfatal)
 	ok &= consistent(0, 1, "after interrupted disable");
 	ok &= area_verify(area, area_pages, "after interrupted disable");
 	/* Signals still blocked: this one runs to the end. */
-	ok &= expect(merge_set(0) == 0, "disable after EINTR: %m");
+	ok &= expect(merge_set_counted(0) == 0, "disable after EINTR: %m");
 	ok &= consistent(0, 0, "after clean disable");
 	ok &= area_verify(area, area_pages, "after clean disable");
 	return ok ? KSFT_PASS : KSFT_FAIL;
@@ -344,7 +338,7 @@ static bool wait_unmerging(struct chan *c, long baseline, long trigger)
 /* Waits for pages_sharing to get back to @level: ksmd let go of the pages. */
 static bool wait_pages_sharing(long level)
 {
-	double deadline = now_sec() + MERGE_TIMEOUT_SEC;
+	double deadline = now_sec() + AREA_MERGE_TIMEOUT_SEC;
 	long sharing;
 
 	do {
@@ -377,7 +371,7 @@ static void test_fatal_signal(void)
 	int status;
 	char ready;
 
-	if (!ksmd_fast(10000)) {
+	if (!ksmd_fast(10000, 0)) {
 		ksft_test_result_fail("%s (ksmd)\n", name);
 		return;
 	}
@@ -396,7 +390,7 @@ static void test_fatal_signal(void)
 		if (!pid)
 			child_exit(disable_child(&c, false));
 		chan_parent_side(&c);
-		if (pid < 0 || !msg_read(c.to_parent[0], &ready, 1, MERGE_TIMEOUT_SEC + 60)) {
+		if (pid < 0 || !msg_read(c.to_parent[0], &ready, 1, AREA_MERGE_TIMEOUT_SEC + 60)) {
 			ok = expect(false, "child not ready");
 			chan_close(&c);
 			if (pid > 0) {
@@ -433,7 +427,7 @@ static void test_fatal_signal(void)
 		/* Its merged pages are gone from ksmd's books once it scanned. */
 		ok &= expect(wait_pages_sharing(sharing),
 			     "pages_sharing %ld, not back to %ld after %d s",
-			     ksm_read("pages_sharing"), sharing, MERGE_TIMEOUT_SEC);
+			     ksm_read("pages_sharing"), sharing, AREA_MERGE_TIMEOUT_SEC);
 		killed = true;
 		break;
 	}
@@ -456,7 +450,7 @@ static void test_nonfatal_signal(void)
 	char ready;
 	pid_t pid;
 
-	if (!ksmd_fast(10000) || !chan_open(&c)) {
+	if (!ksmd_fast(10000, 0) || !chan_open(&c)) {
 		ksft_test_result_fail("%s (setup)\n", name);
 		return;
 	}
@@ -470,7 +464,7 @@ static void test_nonfatal_signal(void)
 	}
 	for (attempt = 1; attempt <= opts.iterations &&
 	     (attempt <= MIN_ATTEMPTS || now_sec() < end_time); attempt++) {
-		if (!msg_read(c.to_parent[0], &ready, 1, MERGE_TIMEOUT_SEC + 60)) {
+		if (!msg_read(c.to_parent[0], &ready, 1, AREA_MERGE_TIMEOUT_SEC + 60)) {
 			ok = expect(false, "child not ready");
 			break;
 		}
@@ -544,7 +538,7 @@ static long cg_long(const char *group, const char *file)
 	char path[PATH_MAX];
 
 	cg_path(path, sizeof(path), group, file);
-	return read_long(path);
+	return read_key(path, NULL);
 }
 
 static bool cg_join(const char *group)
@@ -689,7 +683,7 @@ static int seed_main(struct seed_ctl *ctl)
 	    !expect(!write_file("/proc/self/oom_score_adj", "-1000"), "oom_score_adj: %m"))
 		goto error;
 	area = pattern_map(pages);
-	if (!area || !expect(merge_set(1) == 0, "enable: %m") ||
+	if (!area || !expect(merge_set_counted(1) == 0, "enable: %m") ||
 	    !area_wait_merged(area, pages, "seed") || !ksm_set("run", "0") ||
 	    !seed_prefault(area, pages * page_size) || !consistent(0, 1, "seed"))
 		goto error;
@@ -698,7 +692,7 @@ static int seed_main(struct seed_ctl *ctl)
 	seed_set(ctl, SEED_READY);
 	if (!seed_wait(ctl, SEED_LIMITED, 0))
 		goto error;
-	ctl->ret = merge_set(0);
+	ctl->ret = merge_set_counted(0);
 	ctl->err = errno;
 	ctl->get = merge_get();
 	ctl->bad = area_bad_pages(area, pages);
@@ -706,7 +700,7 @@ static int seed_main(struct seed_ctl *ctl)
 
 	if (!seed_wait(ctl, SEED_RAISED, 0))
 		goto error;
-	ctl->ret2 = merge_set(0);
+	ctl->ret2 = merge_set_counted(0);
 	ctl->err2 = errno;
 	ctl->get2 = merge_get();
 	ctl->bad2 = area_bad_pages(area, pages);
@@ -773,7 +767,7 @@ static void test_memcg(void)
 	}
 	ctl = mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		   -1, 0);
-	if (ctl == MAP_FAILED || !ksmd_fast(10000)) {
+	if (ctl == MAP_FAILED || !ksmd_fast(10000, 0)) {
 		ok[0] = false;
 		goto out;
 	}
@@ -845,7 +839,7 @@ out:
 	reap(sibling);
 	reap(outside);
 	cg_cleanup();
-	ksmd_fast(10000);
+	ksmd_fast(10000, 0);
 	for (i = 0; i < MEMCG_TESTS; i++)
 		ksft_test_result(ok[i], "%s\n", names[i]);
 }
@@ -899,12 +893,9 @@ static int unpriv_exec(const char *path, const char *mode)
 	if (pid < 0)
 		return KSFT_FAIL;
 	if (!pid) {
-		if (setgroups(0, NULL) || setresgid(UNPRIV_ID, UNPRIV_ID, UNPRIV_ID) ||
-		    setresuid(UNPRIV_ID, UNPRIV_ID, UNPRIV_ID)) {
-			expect(false, "dropping privileges: %m");
+		if (!drop_privileges())
 			child_exit(KSFT_FAIL);
-		}
-		if (!expect(merge_set(1) == 0, "unprivileged enable: %m"))
+		if (!expect(merge_set_counted(1) == 0, "unprivileged enable: %m"))
 			child_exit(KSFT_FAIL);
 		stat_add(&stats->operations, 1);
 		execl(path, path, HELPER_ARG, mode, (char *)NULL);

@@ -48,7 +48,7 @@
 #include <linux/userfaultfd.h>
 
 #include "kselftest.h"
-#include "ksm_util.h"
+#include "stress_util.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE	0x100000
@@ -730,11 +730,6 @@ static void op_rewrite(struct tctx *t)
 		verify_region(t, r, "after rewrite and UFFDIO_WRITEPROTECT");
 }
 
-static int get_merge(void)
-{
-	return prctl(PR_GET_MEMORY_MERGE, 0, 0, 0, 0);
-}
-
 /*
  * PR_SET_MEMORY_MERGE from thread 0.  Disabling unmerges the whole process:
  * this thread's write-protected and sparse regions are checked after it.
@@ -761,7 +756,7 @@ static void set_merge(struct tctx *t, int on)
 		return;
 	}
 	proc_flag = on;
-	got = get_merge();
+	got = merge_get();
 	if (got != on) {
 		add(flag_bad, 1);
 		report("# proc %d: PR_GET_MEMORY_MERGE returned %d after setting %d\n",
@@ -941,7 +936,7 @@ static void op_smaps(struct tctx *t)
 static int child_check(struct tctx *t, int expect_flag)
 {
 	unsigned long bad = 0;
-	int got = get_merge();
+	int got = merge_get();
 
 	if (expect_flag >= 0 && got != expect_flag) {
 		report("# proc %d forked child: PR_GET_MEMORY_MERGE %d, parent had %d\n",
@@ -963,7 +958,7 @@ static int child_check(struct tctx *t, int expect_flag)
 	return bad ? 1 : 0;
 }
 
-static void wait_child(struct tctx *t, pid_t pid, const char *what)
+static void reap_child(struct tctx *t, pid_t pid, const char *what)
 {
 	int status;
 
@@ -992,7 +987,7 @@ static void op_fork(struct tctx *t)
 		_exit(child_check(t, expect));
 	add(forks, 1);
 	add(processes, 1);
-	wait_child(t, pid, "fork");
+	reap_child(t, pid, "fork");
 	for (int k = 0; k < NR_REGIONS; k++)
 		if (t->reg[k].used)
 			verify_region(t, &t->reg[k], "after fork (parent)");
@@ -1016,7 +1011,7 @@ static void op_exec(struct tctx *t)
 	}
 	add(execs, 1);
 	add(processes, 1);
-	wait_child(t, pid, "exec");
+	reap_child(t, pid, "exec");
 }
 
 /* The exec'd program: new mm, own memory, the inherited flag. */
@@ -1024,7 +1019,7 @@ static int exec_child(int expect, int proc)
 {
 	struct tctx t = { .proc = proc, .tid = -1 };
 	struct region r = { .npages = 16, .gen = 1 };
-	int got = get_merge();
+	int got = merge_get();
 	char *brk0 = sbrk(0);
 
 	if (expect >= 0 && got != expect)
@@ -1264,9 +1259,9 @@ int main(int argc, char **argv)
 	ksft_print_header();
 	if (geteuid())
 		ksft_exit_skip("needs root to drive ksmd\n");
-	if (get_merge() < 0)
+	if (merge_get() < 0)
 		ksft_exit_skip("no PR_GET_MEMORY_MERGE: %s\n", strerror(errno));
-	if (!ksmd_fast(5000))
+	if (!ksmd_fast(5000, 0))
 		ksft_exit_skip("cannot set up ksmd in " KSM_SYSFS "\n");
 	ksft_set_plan(11);
 	ksft_print_msg("%d processes x %d threads, %lu s or %lu ops per thread, seed %llu\n",

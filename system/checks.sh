@@ -41,7 +41,9 @@ selftest() { # NAME DIR CMD...: one result from the exit status (4: skip); failu
 	esac
 	printf '%s\n' "$out" | grep -E '^(not ok|# Totals|# SKIP|Bail out)' | sed 's/^/# /'
 }
-selftest "selftest: ksm_prctl_tests" /opt/ksm /opt/ksm/ksm_prctl_tests
+for t in prctl unmerge accounting keep scan; do
+	selftest "selftest: ksm_${t}_tests" /opt/ksm /opt/ksm/ksm_${t}_tests
+done
 for t in 0 1; do
 	selftest "selftest: ksm_tests -M -p 10 -t $t" /opt/ksm /opt/ksm/ksm_tests -M -p 10 -t $t
 	selftest "selftest: ksm_tests -U -t $t" /opt/ksm /opt/ksm/ksm_tests -U -t $t

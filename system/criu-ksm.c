@@ -16,7 +16,7 @@
  *            whether the area is still VM_MERGEABLE: smaps "mg") and exit.
  * It is CRIU that restores the process between the two signals, so only what
  * the process holds in memory tells which it has seen: a counter of SIGUSR1.
- * Links stress/ksm_util.c, the helpers the stress programs share.
+ * Links the series' helper unit, tools/testing/selftests/vm/ksm_util.c.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -12,7 +12,7 @@
  *                             PR_GET_MEMORY_MERGE, ksm_merge_type of ksm_stat
  *
  * Exit status 0 when the checks passed, 1 when not, 2 on bad arguments.
- * Links stress/ksm_util.c, the helpers the stress programs share.
+ * Links the series' helper unit, tools/testing/selftests/vm/ksm_util.c.
  */
 #include <errno.h>
 #include <stdint.h>
