@@ -21,6 +21,9 @@ pkgver=$kver-1+ksm$n.g$rev
 export KDEB_PKGVERSION=$pkgver KDEB_CHANGELOG_DIST=bookworm
 export DEBFULLNAME="$(git config user.name || echo harness)" DEBEMAIL="$(git config user.email || echo harness@localhost)"
 export KBUILD_BUILD_USER=harness KBUILD_BUILD_HOST=harness
+# LOCALVERSION set (empty): setlocalversion adds no "+" for a git tree (build/src is one),
+# so the release is 6.1.N-ksm, as from Debian's tarball.
+export LOCALVERSION=
 echo "deb.sh: building $pkgver ($flavour) in $out; make deb takes about an hour cold on 2 cores"
 start=$(date +%s)
 rm -f build/deb/*"_${pkgver}_"*.deb

@@ -73,9 +73,18 @@ static int swap_check(size_t mib)
 	printf("merged %ld of %zu pages\n", merged, pages);
 	if (merged < (long)pages / 2)
 		return 1;
-	/* Memory pressure in our own cgroup: unique pages, touched twice. */
-	for (int round = 0; round < 2; round++) {
-		char *more = map(4 * bytes);
+	/*
+	 * Memory pressure in our own cgroup: unique pages, three rounds. The
+	 * merged pages were just written and each KSM page has 512 young PTEs
+	 * here: reclaim would find them referenced and keep them active. Age
+	 * them first (clear_refs 1: the accessed bits of the process's pages).
+	 */
+	for (int round = 0; round < 3; round++) {
+		char *more;
+
+		if (write_file("/proc/self/clear_refs", "1"))
+			perror("clear_refs");
+		more = map(4 * bytes);
 
 		for (i = 0; i < 4 * bytes; i += page_size)
 			*(uint64_t *)(more + i) = i * 2654435761u + round + 1;
