@@ -7,7 +7,8 @@
 #          ocaml: two of its semantic patches have OCaml scripts), pahole for Debian's config,
 #          promtool (prometheus) for ksmctl's metrics
 #   bench  make bench: + 6.12 (the peer kernel), matplotlib for the plot
-#   deb    make deb: + Debian's configs, gcc-12 by its name, pahole (BTF), dpkg-dev (bindeb-pkg)
+#   deb    make deb: + Debian's configs, gcc-12 by its name, pahole (BTF), dpkg-dev,
+#          build-essential and fakeroot (what dpkg-buildpackage of bindeb-pkg checks for)
 #   system make system: + debootstrap, qemu-img (the overlay each boot writes to), mkfs.ext4,
 #          6.12 and libnuma for the selftests it runs
 set -eu
@@ -17,7 +18,7 @@ check="linux-source-6.12 linux-config-6.1 gcc-12 dwarves gcc-s390x-linux-gnu kmo
  libnuma-dev python3-ply python3-git perl groff-base man-db python3-sphinx python3-sphinx-rtd-theme
  sparse coccinelle ocaml prometheus"
 bench="linux-source-6.12 rsync libnuma-dev python3-matplotlib"
-deb="linux-config-6.1 gcc-12 dwarves dpkg-dev kmod cpio rsync"
+deb="linux-config-6.1 gcc-12 dwarves dpkg-dev build-essential fakeroot kmod cpio rsync"
 system="debootstrap qemu-utils e2fsprogs linux-source-6.12 libnuma-dev"
 case ${1:-all} in
 run) pkgs=$run;;
