@@ -1,16 +1,18 @@
 #!/bin/sh
 # system-image.sh KERNEL_DEB OUTDIR: the Debian 12 machine of `make system`. A bookworm root
 # made by debootstrap from Debian's archive (cached in build/system/base, made again only
-# when the package list changes), KERNEL_DEB installed in it with dpkg -i (Debian's postinst
+# when the package list changes), KERNEL_DEB installed in it with apt-get install (Debian's postinst
 # and initramfs hooks run), the checks (system/checks.sh and the programs in
-# build/system/opt) as a systemd unit. OUTDIR gets disk.img (root, ext4), swap.img,
+# build/system/opt) as a systemd unit. Debian's own cloud kernel and GRUB's update-grub are
+# there too, as on the machines the package is for (the checks install next to that kernel
+# and remove again). OUTDIR gets disk.img (root, ext4), swap.img,
 # vmlinuz and initrd.img (the installed /boot files) and kernel.release.
 set -eu
 [ $# = 2 ] || { echo "usage: system-image.sh KERNEL_DEB OUTDIR" >&2; exit 2; }
 deb=$1 out=$2
 [ -f "$deb" ] || { echo "system-image.sh: no package $deb: run 'make deb' first" >&2; exit 1; }
 pkgs="systemd-sysv udev dbus apparmor initramfs-tools zstd kmod procps util-linux python3 criu
- iproute2 linux-base libnuma1 prometheus-node-exporter curl"
+ iproute2 linux-base libnuma1 prometheus-node-exporter curl linux-image-cloud-amd64 grub2-common"
 base=build/system/base
 key=$(echo "bookworm $pkgs" | sha256sum | cut -c1-16)
 if [ "$(cat $base.key 2>/dev/null)" != "$key" ]; then
@@ -73,19 +75,20 @@ EOF
 mkdir -p "$root/etc/systemd/system/timers.target.wants"
 ln -sf ../ksm-metrics.timer "$root/etc/systemd/system/timers.target.wants/ksm-metrics.timer"
 
-# The kernel, as an administrator installs it: dpkg inside the system, hooks and all.
+# The kernel, as an administrator installs it: apt inside the system, hooks and all.
 cp "$deb" "$root/tmp/"
 umnt() { for m in dev/pts dev sys proc; do ! mountpoint -q "$root/$m" || umount "$root/$m"; done; }
 trap umnt EXIT INT TERM
 mount -t proc proc "$root/proc"; mount -t sysfs sys "$root/sys"
 mount --bind /dev "$root/dev"; mount --bind /dev/pts "$root/dev/pts"
-chroot "$root" dpkg -i "/tmp/${deb##*/}" > "$out/dpkg.log" 2>&1 ||
-	{ cat "$out/dpkg.log" >&2; echo "system-image.sh: dpkg -i ${deb##*/} failed in the image" >&2; exit 1; }
+DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y --no-install-recommends \
+	"/tmp/${deb##*/}" > "$out/apt.log" 2>&1 ||
+	{ cat "$out/apt.log" >&2; echo "system-image.sh: apt-get install ./${deb##*/} failed in the image" >&2; exit 1; }
 umnt; trap - EXIT INT TERM
 rm -f "$root/tmp/${deb##*/}"
 rel=$(dpkg-deb -f "$deb" Package | sed 's/^linux-image-//')
 [ -f "$root/boot/vmlinuz-$rel" ] && [ -f "$root/boot/initrd.img-$rel" ] ||
-	{ cat "$out/dpkg.log" >&2; echo "system-image.sh: no /boot/vmlinuz-$rel or initrd.img-$rel after dpkg -i" >&2; exit 1; }
+	{ cat "$out/apt.log" >&2; echo "system-image.sh: no /boot/vmlinuz-$rel or initrd.img-$rel after apt-get install" >&2; exit 1; }
 cp "$root/boot/vmlinuz-$rel" "$out/vmlinuz"; cp "$root/boot/initrd.img-$rel" "$out/initrd.img"
 echo "$rel" > "$out/kernel.release"
 

@@ -7,7 +7,7 @@
 
 K=${1:?usage: ksmctl_test.sh PATH/TO/ksmctl}
 KSM=/sys/kernel/mm/ksm
-NTESTS=43
+NTESTS=44
 n=0
 failed=0
 TMP=$(mktemp -d) || exit 1
@@ -337,6 +337,7 @@ cg_skip() {
 		 "status --prometheus: per-cgroup samples equal status --cgroup --json" \
 		 "status --prometheus as nobody: unreadable counted, no value made up" \
 		 "status --prometheus --per-process: a series per process" \
+		 "status --prometheus: a cgroup with KSM off is at 0, not absent" \
 		 "status -o: a reader never sees a partial file" \
 		 "status --prometheus: label values escaped, bytes not UTF-8 replaced (promtool)"; do
 		skip "$t" "$1"
@@ -497,6 +498,29 @@ assert got[("ksm_cgroup_merging_pages", sys.argv[3])] > 0
 	done
 	[ $rc -eq 0 ] && [ $r -eq 0 ] && ! grep -q '^ksm_process_' "$TMP/prom"
 	ok $? "status --prometheus --per-process: a series per process"
+
+	# a cgroup whose one process runs with KSM off: at 0 for Prometheus (a unit that
+	# turns KSM off drops to 0 rather than vanishing), still left out of --cgroup
+	o=/sys/fs/cgroup/ksmctl-off.$$
+	if mkdir "$o"; then
+		CGDIRS="$CGDIRS $o"
+		sh -c 'echo $$ >"$1/cgroup.procs" && exec sleep 3600' sh "$o" &
+		CGPIDS="$CGPIDS $!"
+		wait_comm $! sleep
+		"$K" status -p >"$TMP/po" && "$K" status --cgroup --json >"$TMP/oj"
+		rc=$?
+		r=0
+		for m in processes unreadable_processes merging_pages zero_pages rmap_items \
+			 profit_bytes; do
+			grep -qx "ksm_cgroup_$m{cgroup=\"/ksmctl-off\.$$\"} 0" "$TMP/po" || r=1
+		done
+		[ $rc -eq 0 ] && [ $r -eq 0 ] && ! grep -q "ksmctl-off" "$TMP/oj"
+		r=$?
+		ok $r "status --prometheus: a cgroup with KSM off is at 0, not absent"
+		[ $r -eq 0 ] || grep -e ksmctl-off "$TMP/po" "$TMP/oj" | sed 's/^/# /'
+	else
+		skip "status --prometheus: a cgroup with KSM off is at 0, not absent" "mkdir $o failed"
+	fi
 
 	# a writer replaces the file 100 times while a reader reads it in a loop: every read
 	# is a whole file (as many families as the first, ending with a sample line of the

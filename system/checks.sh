@@ -80,8 +80,8 @@ services() {
 }
 # node_exporter (Debian's, textfile collector on) serves what ksm-metrics.service (ksmctl
 # status --prometheus, every 30 s from its timer; started here once more so as not to
-# wait) wrote: the ksm-on unit's profit under its cgroup label, nothing for ksm-off
-# (ksmctl lists the processes KSM handles: none of it), no scrape error.
+# wait) wrote: the ksm-on unit's profit under its cgroup label, the ksm-off unit at 0 (its
+# process runs with KSM off: there, not absent), no scrape error.
 node_exporter() {
 	systemctl is-active --quiet ksm-metrics.timer || { systemctl status ksm-metrics.timer; return 1; }
 	systemctl start ksm-metrics.service || return 1
@@ -91,7 +91,9 @@ node_exporter() {
 	# node_exporter writes large values as floats (3.3028672e+07): awk compares them
 	on=$(sed -n 's|^ksm_cgroup_profit_bytes{cgroup="/system.slice/ksm-on.service"} ||p' /run/metrics)
 	awk -v v="${on:-0}" 'BEGIN { exit !(v + 0 > 0) }' && grep -qx 'node_textfile_scrape_error 0' /run/metrics &&
-		! grep -q '^ksm_cgroup_merging_pages{cgroup="/system.slice/ksm-off.service"} [1-9]' /run/metrics
+		grep -qx 'ksm_cgroup_processes{cgroup="/system.slice/ksm-off.service"} 0' /run/metrics &&
+		grep -qx 'ksm_cgroup_merging_pages{cgroup="/system.slice/ksm-off.service"} 0' /run/metrics &&
+		grep -qx 'ksm_cgroup_profit_bytes{cgroup="/system.slice/ksm-off.service"} 0' /run/metrics
 }
 stop_services() {
 	before=$(cat /run/ksm-profit-before)
@@ -145,7 +147,7 @@ swap() {
 }
 
 for c in "services: ksmctl run in one unit's ExecStart: its cgroup has the profit, the other none:services" \
-	 "node_exporter: the textfile collector serves ksmctl's metrics, ksm-on's profit under its cgroup:node_exporter" \
+	 "node_exporter: the textfile collector serves ksmctl's metrics, ksm-on's profit under its cgroup, ksm-off at 0:node_exporter" \
 	 "services: systemctl stop gives general_profit back:stop_services" \
 	 "AppArmor: Px (a secure exec) ends per-process KSM; attach, aa-exec -p from unconfined and px keep it:apparmor" \
 	 "swap: a MemoryMax= service's merged pages swapped out and in, every byte intact:swap"; do
@@ -197,6 +199,30 @@ done
 check "journalctl -k: no KSM-related message at warning level or above since boot" sh -c \
 	'journalctl -k -b -p warning -q --no-pager -o cat | grep -i ksm && exit 1;
 	echo "$(journalctl -k -b -p warning -q --no-pager | wc -l) kernel messages at warning or above, none about KSM"'
+
+# The package as an administrator has it: next to Debian's own kernel, GRUB's default once
+# update-grub has run (version sort: 6.1.N-ksm > 6.1.0-N-cloud-amd64), and `apt remove`
+# takes it out again and makes Debian's kernel the default. Last: it removes the running
+# kernel's modules (the disk is a throwaway overlay).
+grub_default() { sed -n 's/^[[:space:]]*linux[[:space:]]\{1,\}\([^ ]*\).*/\1/p' /boot/grub/grub.cfg | head -n 1; }
+apt_grub() {
+	rel=$(uname -r)
+	dpkg-query -W -f '${Package} ${Version} ${db:Status-Abbrev}\n' 'linux-image-*'
+	debian=$(dpkg-query -W -f '${Package}\n' 'linux-image-6.1.0-*' | sed 's/^linux-image-//' | head -n 1)
+	[ -n "$debian" ] && [ -f "/boot/vmlinuz-$debian" ] || { echo "no Debian kernel next to $rel"; return 1; }
+	mkdir -p /boot/grub && update-grub 2>&1 | grep -e '^Found linux' || return 1
+	echo "GRUB's default: $(grub_default)"
+	[ "$(grub_default)" = "/boot/vmlinuz-$rel" ] || return 1
+	DEBIAN_FRONTEND=noninteractive apt-get remove -y "linux-image-$rel" > /run/apt-remove.log 2>&1 ||
+		{ tail -n 5 /run/apt-remove.log; return 1; }
+	grep -e '^Removing' /run/apt-remove.log
+	echo "after apt remove: GRUB's default $(grub_default); $(ls /boot | tr '\n' ' ')"
+	echo "left in /lib/modules/$rel: $(ls "/lib/modules/$rel" 2>/dev/null | tr '\n' ' ')"
+	[ "$(grub_default)" = "/boot/vmlinuz-$debian" ] && [ ! -e "/boot/vmlinuz-$rel" ] &&
+		[ ! -e "/boot/initrd.img-$rel" ] && [ "$(find "/lib/modules/$rel" -name '*.ko*' 2>/dev/null | wc -l)" = 0 ] &&
+		! dpkg-query -W -f '${db:Status-Abbrev}\n' "linux-image-$rel" 2>/dev/null | grep -q '^ii'
+}
+check "apt: the package sits next to Debian's kernel, is GRUB's default, apt remove takes it out" apt_grub
 
 echo "1..$n"
 echo "# $((n - fail - skipped)) passed, $fail failed, $skipped skipped"
