@@ -7,12 +7,13 @@
 
 K=${1:?usage: ksmctl_test.sh PATH/TO/ksmctl}
 KSM=/sys/kernel/mm/ksm
-NTESTS=44
+NTESTS=45
 n=0
 failed=0
 TMP=$(mktemp -d) || exit 1
 BG=
 ZBG=
+DPIDS=
 CGPIDS=
 CGDIRS=
 CGMOUNTED=
@@ -23,6 +24,7 @@ old_zero=
 cleanup() {
 	[ -n "$BG" ] && kill "$BG" 2>/dev/null
 	[ -n "$ZBG" ] && kill "$ZBG" 2>/dev/null
+	[ -n "$DPIDS" ] && pkill -P "${DPIDS%% *}" && kill $DPIDS 2>/dev/null
 	[ -n "$CGPIDS" ] && kill $CGPIDS 2>/dev/null && wait $CGPIDS 2>/dev/null
 	for d in $CGDIRS; do rmdir "$d"; done
 	[ -n "$CGMOUNTED" ] && umount /sys/fs/cgroup
@@ -609,9 +611,51 @@ ok $r "watch: bad interval exits 2"
 [ $? -eq 2 ]
 ok $? "watch: bad count exits 2"
 
+# --- status --domain: one row per merge domain ---
+if [ -z "$(sed -n 's/^ksm_merge_domain //p' /proc/$BG/ksm_stat 2>/dev/null)" ]; then
+	skip "status --domain: one row per merge domain, as ksm_stat has them" \
+		"no ksm_merge_domain in ksm_stat (a kernel without merge domains)"
+else
+	# a shell and its two children in one domain, a process in a domain of its own
+	"$K" run sh -c 'sleep 3600 & sleep 3600 & wait' &
+	DPIDS=$!
+	"$K" run sleep 3600 &
+	DPIDS="$DPIDS $!"
+	wait_comm $! sleep
+	i=0
+	while [ "$(pgrep -c -P "${DPIDS%% *}")" -lt 2 ] && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	"$K" status --json >"$TMP/pd" && "$K" status --domain --json >"$TMP/dd" &&
+	python3 -c '
+import json, subprocess, sys
+procs = json.load(open(sys.argv[1]))["processes"]
+doms = {d["domain"]: d for d in json.load(open(sys.argv[2]))["domains"]}
+sh, one = int(sys.argv[3]), int(sys.argv[4])
+kids = [int(p) for p in subprocess.check_output(["pgrep", "-P", str(sh)]).split()]
+dom = {p["pid"]: p["merge_domain"] for p in procs}
+count = {}
+for p in procs:
+    count[p["merge_domain"]] = count.get(p["merge_domain"], 0) + 1
+assert {d: doms[d]["processes"] for d in doms} == count, (doms, count)
+assert len(kids) == 2 and all(dom[k] == dom[sh] for k in kids), (dom, kids)
+assert dom[sh] > 0 and dom[one] > 0 and dom[sh] != dom[one], dom
+assert doms[dom[sh]]["processes"] == 3 and doms[dom[one]]["processes"] == 1, doms
+' "$TMP/pd" "$TMP/dd" $DPIDS
+	r=$?
+	ok $r "status --domain: one row per merge domain, as ksm_stat has them"
+	[ $r -eq 0 ] || sed 's/^/# /' "$TMP/dd"
+	pkill -P "${DPIDS%% *}"
+	kill $DPIDS 2>/dev/null
+	wait $DPIDS 2>/dev/null
+	DPIDS=
+fi
+
 # --- usage ---
 r=0
-for args in "" "bogus" "run" "status --bogus" "-x" "status -j -p" "status --per-process" "status -o"; do
+for args in "" "bogus" "run" "status --bogus" "-x" "status -j -p" "status --per-process" "status -o" \
+	"status -d -c" "status -d -p"; do
 	# shellcheck disable=SC2086
 	"$K" $args >/dev/null 2>&1
 	[ $? -eq 2 ] || r=1
