@@ -6,27 +6,13 @@ set -eu
 secs=${1:?usage: stress-guest.sh SECONDS [ITERATIONS]}
 iter=${2:+-i $2}
 rc=0
-ksm=/sys/kernel/mm/ksm
-# merge_scope SCOPE: as the knob wants, with nothing merged (run 2 first; the programs start ksmd)
-merge_scope() { echo 2 > $ksm/run && echo "$1" > $ksm/merge_scope; }
-# Share of SECONDS per program, in percent; "@domain": with merge_scope domain (merge domains,
-# patch 37: each process that enables KSM for itself in a domain of its own, forks in their
-# parent's), where the kernel has it.
-for p in ksm_stress:28 ksm_prctl_fuzz:12 ksm_faults:12 ksm_signals:12 ksm_mm:16 \
-	 ksm_stress@domain:12 ksm_mm@domain:8; do
-	name=${p%:*} d=$(( secs * ${p#*:} / 100 )) prog=${p%%[@:]*}
-	[ -x build/stress/$prog ] || { echo "stress-guest.sh: build/stress/$prog missing: run 'make stress-progs'"; exit 1; }
-	case $name in *@domain)
-		[ -e $ksm/merge_scope ] || { echo "### $name: no merge_scope in this kernel, not run"; continue; }
-		merge_scope domain || { echo "# stress-guest.sh: cannot set merge_scope domain"; rc=1; continue; }
-	esac
+# Share of SECONDS per program, in percent.
+for p in ksm_stress:35 ksm_prctl_fuzz:15 ksm_faults:15 ksm_signals:15 ksm_mm:20; do
+	name=${p%:*} d=$(( secs * ${p#*:} / 100 ))
+	[ -x build/stress/$name ] || { echo "stress-guest.sh: build/stress/$name missing: run 'make stress-progs'"; exit 1; }
 	echo "### $name -d $d $iter"
-	s=0; build/stress/$prog -d $d $iter || s=$?
+	s=0; build/stress/$name -d $d $iter || s=$?
 	case $s in 0|4) ;; *) echo "# stress-guest.sh: $name exited with $s"; rc=1;; esac
-	case $name in *@domain)
-		echo "# stress-guest.sh: merge_domains $(cat $ksm/merge_domains) at the end of $name"
-		merge_scope global || { echo "# stress-guest.sh: cannot set merge_scope global"; rc=1; }
-	esac
 done
 echo "### kmemleak"
 echo "1..1"
