@@ -54,10 +54,11 @@ skip() {
 	echo "ok $n - $1 # SKIP $2"
 }
 
-# wait for "$1" (a background ksmctl run) to have exec'd "$2"
+# wait for "$1" (a background ksmctl run) to have exec'd "$2" (30 s: a TCG guest on a
+# host busy with kernel builds, as in make check, runs 10-50x slower than an idle one)
 wait_comm() {
 	i=0
-	while [ $i -lt 50 ]; do
+	while [ $i -lt 300 ]; do
 		[ "$(cat /proc/"$1"/comm 2>/dev/null)" = "$2" ] && return 0
 		sleep 0.1
 		i=$((i + 1))
@@ -73,6 +74,18 @@ ksm_value() {
 # run "$@" as nobody (uid and gid 65534, no groups), to see what ksmctl cannot read
 as_nobody() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+}
+
+# what ksmd and process $1 are doing, as TAP comments, when a test waited for ksmd in vain
+ksmd_report() {
+	for f in run sleep_millisecs pages_to_scan full_scans pages_scanned pages_skipped; do
+		printf '# %s %s\n' $f "$(ksm_value $f)"
+	done
+	for p in $(pgrep -x ksmd) "$1"; do
+		printf '# pid %s: %s, state %s, wchan %s\n' "$p" "$(cat /proc/"$p"/comm)" \
+			"$(sed -n 's/^State:\t//p' /proc/"$p"/status)" "$(cat /proc/"$p"/wchan)"
+	done 2>/dev/null
+	sed 's/^/# /' /proc/"$1"/ksm_stat 2>/dev/null
 }
 
 # the ksm_zero_pages line of /proc/$1/ksm_stat
@@ -234,17 +247,21 @@ time.sleep(3600)
 ' &
 	ZBG=$!
 	zp=0
+	why=
 	if wait_comm $ZBG python3; then
 		i=0
-		while [ $i -lt 600 ]; do
+		while [ $i -lt 1200 ]; do
 			zp=$(proc_zero_pages $ZBG)
 			[ "${zp:-0}" -ge 2048 ] && break
 			sleep 0.1
 			i=$((i + 1))
 		done
+	else
+		why="python3 not started after 30 s"
 	fi
+	[ "${zp:-0}" -ge 2048 ] || ksmd_report $ZBG
 	[ "${zp:-0}" -ge 2048 ]
-	ok $? "zero pages: ksmd merges the 2048 empty pages of a launched process (ksm_zero_pages ${zp:-none})"
+	ok $? "zero pages: ksmd merges the 2048 empty pages of a launched process (ksm_zero_pages ${zp:-none}${why:+: $why})"
 fi
 
 # stop ksmd: pages_scanned and the zero pages then stand still
