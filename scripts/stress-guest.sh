@@ -7,7 +7,7 @@ secs=${1:?usage: stress-guest.sh SECONDS [ITERATIONS]}
 iter=${2:+-i $2}
 rc=0
 # Share of SECONDS per program, in percent.
-for p in ksm_stress:35 ksm_prctl_fuzz:15 ksm_faults:15 ksm_signals:15 ksm_mm:20; do
+for p in ksm_stress:30 ksm_prctl_fuzz:15 ksm_faults:15 ksm_signals:15 ksm_mm:20 ksm_enter_race:5; do
 	name=${p%:*} d=$(( secs * ${p#*:} / 100 ))
 	[ -x build/stress/$name ] || { echo "stress-guest.sh: build/stress/$name missing: run 'make stress-progs'"; exit 1; }
 	echo "### $name -d $d $iter"
