@@ -640,7 +640,9 @@ else
 	DPIDS="$DPIDS $!"
 	wait_comm $! sleep
 	i=0
-	while [ "$(pgrep -c -P "${DPIDS%% *}")" -lt 2 ] && [ $i -lt 50 ]; do
+	# (30 s: should the shell fork its second sleep after the wait, the cleanup's pkill -P
+	# would miss it, and a sleep 3600 would keep the test's stdout open for an hour)
+	while [ "$(pgrep -c -P "${DPIDS%% *}")" -lt 2 ] && [ $i -lt 300 ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done
