@@ -1,7 +1,7 @@
 """guest.py (runs in the guest as root): every benchmark, REPS times; prints "BENCH name value".
 
     python3 bench/guest.py REPS [SECTION[:VARIANT[:REPS]]...]
-    sections: hot python dedup ksmd ctl capacity
+    sections: hot python dedup ksmd ctl capacity two (two copies of python, global and domain)
     variants (python, capacity): def = the kernel's defaults, ss0 = smart_scan 0, adv =
     scan-time advisor, adv0 = the advisor with smart_scan 0; a variant runs with KSM only
     (no "nksm" run); none: both, defaults. A variant's measures are named py.ksm_VARIANT.*
@@ -39,6 +39,9 @@ VARIANTS = {           # knobs of each variant; None: the kernel's defaults
     # smart scan off: a full scan costs the same every time, so the advisor has a fixed
     # target to reach (with smart scan the cost falls as pages age, see settle())
     'adv0': {'smart_scan': 0, 'advisor_target_scan_time': ADV_TARGET_S},
+    # merge domains (patches 38-42): the workload is one domain (the launcher enables KSM,
+    # the parent forks the workers), so it should save what it saves with global
+    'dom': {'merge_scope': 'domain'},
 }
 
 
@@ -75,12 +78,29 @@ def set_variant(variant):
         ksm(k, v)
     if os.path.exists(KSM + 'smart_scan'):
         ksm('smart_scan', 1)
+    if os.path.exists(KSM + 'merge_scope'):
+        set_scope('global')
     for k, v in VARIANTS[variant].items():
         if not os.path.exists(KSM + k):
             raise SystemExit('guest.py: variant %s needs %s, which this kernel lacks' % (variant, k))
-        ksm(k, v)
+        if k == 'merge_scope':
+            set_scope(v)
+        else:
+            ksm(k, v)
     if 'advisor_target_scan_time' in VARIANTS[variant]:
         ksm_str('advisor_mode', 'scan-time')
+
+
+def set_scope(scope):
+    """merge_scope (global or domain); it may change only while nothing is merged, so
+    unmerge everything first when it is not already the one asked for."""
+    with open(KSM + 'merge_scope') as f:
+        if '[%s]' % scope in f.read():
+            return
+    run_knob = ksm('run')
+    ksm('run', 2)
+    ksm_str('merge_scope', scope)
+    ksm('run', run_knob)
 
 
 def counters():
@@ -350,6 +370,45 @@ def bench_python(reps, variant=None):
             idle = used_kib()   # MemTotal - MemAvailable without the workload
             for u, name in zip(used, ('used_mib', 'used_after_mib')):
                 out(p + name, round((u - idle) / 1024, 1))
+
+
+def bench_two(reps, variant=None):
+    """Two copies of the python workload, each launched with KSM on by its own launcher, so
+    that each is a merge domain of its own with merge_scope=domain: what the two save
+    together with global and with domain, and how many anonymous pages of one copy are
+    also mapped in the other after merging (cross_pages: 0 when nothing merges across)."""
+    if not os.path.exists(KSM + 'merge_scope'):
+        raise SystemExit('guest.py: two: this kernel has no merge_scope')
+    for _ in range(reps):
+        for scope in ('global', 'domain'):
+            ksm('run', 2)
+            set_variant(None)
+            set_scope(scope)
+            ksm('run', 0)
+            copies = [Server(True), Server(True)]
+            for s in copies:
+                for _ in range(WORKERS):
+                    if not s.fork():
+                        raise SystemExit('guest.py: a python worker died')
+            time.sleep(0.5)
+            pids = copies[0].pids + copies[1].pids
+            before = scan(pids)[0]
+            t, scans, cpu, d = converge()
+            ksm('run', 0)
+            after = scan(pids)[0]
+            each = [scan(s.pids)[0] for s in copies]
+            p = 'py2.%s.' % scope
+            out(p + 'saved_pages', before - after)
+            out(p + 'cross_pages', sum(each) - after)
+            out(p + 'pages_sharing', ksm('pages_sharing'))
+            out(p + 'merge_domains', ksm('merge_domains'))
+            out(p + 'converge_s', round(t, 2))
+            out(p + 'ksmd_cpu_s', round(cpu, 2))
+            for s in copies:
+                s.stop()
+            ksm('run', 2)
+            time.sleep(0.5)
+    set_scope('global')
 
 
 def run(cmd, quiet=False):

@@ -80,8 +80,9 @@ def size(gib):
 out_dir, icount, reps = sys.argv[1], sys.argv[2], sys.argv[3]
 BASE = load(os.path.join(out_dir, 'base.console'))
 PATCHED = load(os.path.join(out_dir, 'patched.console'))
-for k, v in load(os.path.join(out_dir, 'patched-cap.console')).items():
-    PATCHED.setdefault(k, []).extend(v)
+for g in ('patched-cap', 'patched-dom'):
+    for k, v in load(os.path.join(out_dir, g + '.console')).items():
+        PATCHED.setdefault(k, []).extend(v)
 PEER = load(os.path.join(out_dir, 'peer.console'))
 for k, v in load(os.path.join(out_dir, 'peer-cap.console')).items():
     PEER.setdefault(k, []).extend(v)
@@ -95,7 +96,8 @@ for need in ('py.nksm.pss_mib', 'hot.off.mmap_munmap_ns', 'cap.nksm.workers'):
         sys.exit('report.py: %s missing from the guest output in %s' % (need, out_dir))
 for d, need in ((P, 'cap.ksm_ss0.workers'), (P, 'py.ksm_adv.steady_scan_s'),
                 (P, 'py.ksm_adv0.steady_scan_s'), (Q, 'py.ksm_adv0.steady_scan_s'),
-                (Q, 'cap.ksm_def.workers'), (Q, 'py.ksm.pss_after_mib')):
+                (Q, 'cap.ksm_def.workers'), (Q, 'py.ksm.pss_after_mib'),
+                (P, 'py.ksm_dom.saved_pages'), (P, 'py2.domain.saved_pages')):
     if need not in d:
         sys.exit('report.py: %s missing from the guest output in %s' % (need, out_dir))
 timing = []
@@ -427,6 +429,48 @@ w('The advisor keeps ksmd between 10%% CPU and `advisor_max_cpu`: with smart sca
                       rcell(adv[('patched', 'ksm_adv0')][2], '%.0f')))
 w('')
 
+# 7. merge domains
+w('## 7. Merge domains (patches 38-42, patched only)')
+w('')
+w('The python workload is one merge domain (its launcher enables KSM, the parent forks the '
+  'workers): with `merge_scope=domain` it should save what it saves with `global`, at the '
+  'same ksmd cost. Two copies of it, each started by its own launcher, are two domains: with '
+  '`domain` each saves what one copy saves alone and no page is shared between the copies; '
+  'with `global` the copies also merge with each other. cross pages = anonymous pages of '
+  'each copy summed, minus the distinct physical pages of both (ksmbench dupscan after '
+  'convergence): pages mapped in both copies.')
+w('')
+dom_mem = ratio(py(P, 'ksm_dom', 'saved_pages'), py(P, 'ksm', 'saved_pages'))
+dom_cpu = ratio(py(P, 'ksm_dom', 'ksmd_cpu_s'), py(P, 'ksm', 'ksmd_cpu_s'))
+dom_scan = ratio(py(P, 'ksm_dom', 'steady_ksmd_cpu_ms_per_scan'), py(P, 'ksm', 'steady_ksmd_cpu_ms_per_scan'))
+one = py(P, 'ksm_dom', 'saved_pages')
+two_dom = ratio(med(P, 'py2.domain.saved_pages'), 2 * one if one else None)
+two_glob = ratio(med(P, 'py2.global.saved_pages'), 2 * one if one else None)
+cross_dom = med(P, 'py2.domain.cross_pages')
+w('| measure | global | domain | domain/global | goal |')
+w('| --- | --- | --- | --- | --- |')
+w('| python, one domain: pages freed by merging | %s | %s | %s | ≥ 0.99: %s |' % (
+  cell(P, 'py.ksm.saved_pages', '%.0f'), cell(P, 'py.ksm_dom.saved_pages', '%.0f'), rcell(dom_mem), atleast(dom_mem, 0.99)))
+w('| python, one domain: ksmd CPU until converged (s) | %s | %s | %s | ≤ 1.02: %s |' % (
+  cell(P, 'py.ksm.ksmd_cpu_s', '%.2f'), cell(P, 'py.ksm_dom.ksmd_cpu_s', '%.2f'), rcell(dom_cpu), goal(dom_cpu, 1.02)))
+w('| python, one domain: ksmd CPU per full scan after convergence (ms) | %s | %s | %s | not a goal |' % (
+  cell(P, 'py.ksm.steady_ksmd_cpu_ms_per_scan'), cell(P, 'py.ksm_dom.steady_ksmd_cpu_ms_per_scan'), rcell(dom_scan)))
+w('| two copies: pages freed by merging | %s | %s | | |' % (
+  cell(P, 'py2.global.saved_pages', '%.0f'), cell(P, 'py2.domain.saved_pages', '%.0f')))
+w('| two copies: pages freed / 2 × one copy alone (domain) | %s | %s | | domain within 0.99..1.01: %s |' % (
+  rcell(two_glob), rcell(two_dom), within(two_dom, 1.0, 0.01)))
+w('| two copies: cross pages (mapped in both copies) | %s | %s | | domain 0: %s |' % (
+  cell(P, 'py2.global.cross_pages', '%.0f'), cell(P, 'py2.domain.cross_pages', '%.0f'),
+  'n/a' if cross_dom is None else ('met' if cross_dom == 0 else '**NOT met**')))
+w('| two copies: merge_domains after convergence | %s | %s | | |' % (
+  cell(P, 'py2.global.merge_domains', '%.0f'), cell(P, 'py2.domain.merge_domains', '%.0f')))
+w('| two copies: ksmd CPU until converged (s) | %s | %s | | |' % (
+  cell(P, 'py2.global.ksmd_cpu_s', '%.2f'), cell(P, 'py2.domain.ksmd_cpu_s', '%.2f')))
+w('')
+w('The hot paths of section 4 run with `merge_scope=global` on the patched kernel, merge '
+  'domains included: their patched/base ratios are the cost of the whole series there.')
+w('')
+
 # pipeline
 w('## Where the time goes (host wall clock, this run)')
 w('')
@@ -464,6 +508,9 @@ w('- smart scan, capacity run: ksmd CPU smart_scan 1 / 0 = %s (goal ≤ 0.75), w
   rcell(ss_cpu), rcell(ss_mem), rcell(ss_py_cpu), rcell(ss_py_mem)))
 w('- patched vs 6.12: capacity ksmd CPU until 99%% of each worker\'s merges %s (over the whole run %s), workers %s; python ksmd CPU until converged %s, memory %s (goal: CPU ≤ 1 at saving ≥ 1)' % (
   rcell(pq_cpu), rcell(pq_cpu_all), rcell(pq_mem), rcell(pq_py_cpu), rcell(pq_py_mem)))
+w('- merge domains: python in one domain saves %s of what it saves with global (goal ≥ 0.99) at %s of the ksmd CPU (goal ≤ 1.02); two copies in two domains save %s of twice what one copy saves alone, %s pages mapped in both copies (global: %s, %s pages)' % (
+  rcell(dom_mem), rcell(dom_cpu), rcell(two_dom), rcell(cross_dom, '%.0f'), rcell(two_glob),
+  rcell(med(P, 'py2.global.cross_pages'), '%.0f')))
 w('- advisor, target %.0f s, smart_scan 0: full scan %s s patched, %s s 6.12; ksmd CPU %s%% patched, '
   '%s%% 6.12 (goals: ±20%%, ≤ 70%%); smart scan on: %s s patched, %s s 6.12 (10%% CPU floor)' % (
       adv_t, rcell(adv[('patched', 'ksm_adv0')][0], '%.2f'), rcell(adv[('6.12', 'ksm_adv0')][0], '%.2f'),

@@ -35,18 +35,20 @@ boot() {
 		sh scripts/vm.sh "python3 bench/guest.py $reps $*" > $out/$name.vm 2>&1
 	echo "guest $name $(sed -n 's/^vm.sh: guest ran \([0-9]*\)s.*/\1/p' $out/$name.vm)" >> $out/timing
 }
-echo "bench.sh: running the benchmarks in 5 guests ($reps repetitions each; logs in $out/)"
+echo "bench.sh: running the benchmarks in 6 guests ($reps repetitions each; logs in $out/)"
 boot base base-run & b=$!
 boot patched run hot python dedup ksmd ctl python:ss0:1 python:adv:1 python:adv0:1 & p=$!
 boot patched-cap run capacity capacity:ss0:1 capacity:adv:1 & c=$!
 boot peer peer-run hot python dedup ksmd ctl python:adv:1 python:adv0:1 & q=$!
 boot peer-cap peer-run capacity:def:1 capacity:adv:1 & r=$!
+boot patched-dom run python:dom two & m=$!
 fail=
 wait $b || fail="$fail base"
 wait $p || fail="$fail patched"
 wait $c || fail="$fail patched-cap"
 wait $q || fail="$fail peer"
 wait $r || fail="$fail peer-cap"
+wait $m || fail="$fail patched-dom"
 lap "benchmarks (guests in parallel)"
 if [ -n "$fail" ]; then
 	for g in $fail; do
