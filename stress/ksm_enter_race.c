@@ -175,12 +175,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	end = start + opts.seconds;
 	ksft_print_header();
-	if (geteuid())
-		ksft_exit_skip("must be run as root\n");
-	if (access(KSM_SYSFS "run", W_OK))
-		ksft_exit_skip("no KSM (%s)\n", KSM_SYSFS);
-	if (merge_get() < 0)
-		ksft_exit_skip("PR_GET_MEMORY_MERGE: %s\n", strerror(errno));
+	skip_unless_per_process_ksm();
 	if (ksm_stat_value(0, "ksm_rmap_items") < 0)
 		ksft_exit_skip("no ksm_rmap_items in /proc/self/ksm_stat\n");
 	ksft_set_plan(1);

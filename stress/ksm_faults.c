@@ -958,12 +958,7 @@ int main(int argc, char **argv)
 	page_size = sysconf(_SC_PAGESIZE);
 	ksft_print_header();
 
-	if (geteuid())
-		ksft_exit_skip("must be run as root\n");
-	if (access(KSM_SYSFS "run", W_OK))
-		ksft_exit_skip("no KSM (%s)\n", KSM_SYSFS);
-	if (prctl(PR_GET_MEMORY_MERGE, 0UL, 0UL, 0UL, 0UL) < 0)
-		ksft_exit_skip("PR_GET_MEMORY_MERGE: %s\n", strerror(errno));
+	skip_unless_per_process_ksm();
 	if (access(FAIL_NTH, W_OK))
 		ksft_exit_skip("no %s (CONFIG_FAULT_INJECTION)\n", FAIL_NTH);
 	if (access(DEBUGFS "failslab", F_OK) || access(DEBUGFS "fail_page_alloc", F_OK))

@@ -1026,12 +1026,7 @@ int main(int argc, char **argv)
 	end_time = start + opts.seconds;
 	ksft_print_header();
 
-	if (geteuid())
-		ksft_exit_skip("must be run as root\n");
-	if (access(KSM_SYSFS "run", W_OK))
-		ksft_exit_skip("no KSM (%s)\n", KSM_SYSFS);
-	if (merge_get() < 0)
-		ksft_exit_skip("PR_GET_MEMORY_MERGE: %s\n", strerror(errno));
+	skip_unless_per_process_ksm();
 	if (access("/proc/kpageflags", R_OK))
 		ksft_exit_skip("no /proc/kpageflags (CONFIG_PROC_PAGE_MONITOR)\n");
 	if (area_pages < 1024)

@@ -7,6 +7,7 @@
  * means for their results.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 #include <linux/magic.h>
 
+#include "kselftest.h"
 #include "stress_util.h"
 
 void report_limited(unsigned long *count, unsigned long max, const char *fmt, ...)
@@ -354,4 +356,14 @@ bool cgroup_remove(char *dir)
 		umount(CGROUP_FS);
 	cgroup_mounted = false;
 	return ok;
+}
+
+void skip_unless_per_process_ksm(void)
+{
+	if (geteuid())
+		ksft_exit_skip("must be run as root\n");
+	if (access(KSM_SYSFS "run", W_OK))
+		ksft_exit_skip("no KSM (%s)\n", KSM_SYSFS);
+	if (merge_get() < 0)
+		ksft_exit_skip("PR_GET_MEMORY_MERGE: %s\n", strerror(errno));
 }

@@ -102,6 +102,13 @@ int watch_workers(int procs, const struct heartbeat *hb, size_t stride, int n,
 		  unsigned long hang, unsigned long limit, void (*reaped)(pid_t pid, int status),
 		  void (*tick)(void));
 
+/*
+ * Exits with a kselftest skip unless the caller is root, /sys/kernel/mm/ksm/
+ * is writable and the kernel has PR_GET_MEMORY_MERGE: what every program
+ * that changes ksmd's knobs and enables per-process KSM needs.
+ */
+void skip_unless_per_process_ksm(void);
+
 /* The fault-injection filters that let fail-nth reach allocations, quiet. */
 bool fault_knobs_set(void);
 
