@@ -1,6 +1,7 @@
 #!/bin/sh
 # export.sh [TREE] [PATCHES]: regenerate PATCHES/ (format-patch + cover letter + series) from TREE.
-# Deterministic: an unchanged TREE re-exports byte-identical files.
+# Deterministic: an unchanged TREE re-exports byte-identical files (core.abbrev pinned:
+# git's default length of the "index" hashes grows with the number of objects in TREE).
 set -eu
 tree=${1:-build/linux}; patches=${2:-patches}
 # The base: tag "base" (made by tree.sh), else the root commit.
@@ -20,7 +21,7 @@ git -C "$tree" config "branch.$branch.description" >/dev/null ||
 # Cover letter author/date: those of the last commit, not whoever runs the export.
 export GIT_COMMITTER_NAME="$(git -C "$tree" log -1 --format=%an)"
 export GIT_COMMITTER_EMAIL="$(git -C "$tree" log -1 --format=%ae)"
-git -C "$tree" -c diff.suppressBlankEmpty=true format-patch -q -n --cover-letter --cover-from-description=subject \
+git -C "$tree" -c diff.suppressBlankEmpty=true -c core.abbrev=9 format-patch -q -n --cover-letter --cover-from-description=subject \
 	--base="$base" --zero-commit --no-signature -o "$out" "$base"..HEAD
 date=$(git -C "$tree" log -1 --date=rfc2822 --format=%ad)
 sed -i "0,/^Date: /s/^Date: .*/Date: $date/" "$out/0000-cover-letter.patch"
