@@ -54,6 +54,13 @@ summary() { echo "$pass passed, $fail failed, $skip skipped"; [ $fail = 0 ]; }
 if on apply; then
 step "apply: patches/series on base" apply sh scripts/src.sh
 [ $fail = 0 ] || { summary; exit 1; }
+# The workflow's promise: `make export` of an unchanged tree gives patches/ byte for byte.
+reexport() {
+	local d; d=$(mktemp -d)
+	sh scripts/export.sh $src "$d" && diff -r -x checkpatch-allow patches "$d"; local rc=$?
+	rm -rf "$d"; return $rc
+}
+step "export: the applied tree re-exports patches/ byte for byte" reexport reexport
 checkpatch() { # PATCH: errors fail; warnings and CHECKs fail unless allowed, with a reason, in patches/checkpatch-allow
 	local out; out=$(cd $src && scripts/checkpatch.pl --strict --terse --show-types --no-summary "$OLDPWD/patches/$1" || true)
 	printf '%s\n' "$out"
