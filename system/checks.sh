@@ -44,7 +44,7 @@ selftest() { # NAME DIR CMD...: one result from the exit status (4: skip); failu
 	[ $rc = 0 ] || [ $rc = 4 ] || printf '%s\n' "$out" | grep -q -E '^not ok|^Bail out' ||
 		printf '%s\n' "$out" | tail -n 3 | sed 's/^/# /'
 }
-for t in prctl unmerge accounting keep scan; do
+for t in prctl unmerge accounting keep scan domain; do
 	selftest "selftest: ksm_${t}_tests" /opt/ksm /opt/ksm/ksm_${t}_tests
 done
 for t in 0 1; do
