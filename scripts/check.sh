@@ -193,5 +193,6 @@ while read -r _ r rest; do
 done < <(tr -d '\r' < $con 2>/dev/null | grep '^RESULT: ' || true)
 if m=$(sh scripts/check-splat.sh $con 2>&1); then result ok "guest: no kernel splat"
 else result fail "guest: no kernel splat" "$m"; fi
-echo "#   ($((SECONDS - t))s)"
+echo "#   ($((SECONDS - t))s; the longest: $(tr -d '\r' < $con 2>/dev/null | sed -n 's/^#### \(.*\): \([0-9]*\)s$/\2 \1/p' |
+	sort -rn | head -n 6 | awk '{ printf "%s%s %ss", n++ ? ", " : "", $2, $1 }'))"
 summary

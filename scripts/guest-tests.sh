@@ -5,10 +5,11 @@ set -eu
 list=scripts/guest-tests.list
 out=/tmp/guest-test.out
 run() { # KIND NAME COMMAND
-	kind=$1 name=$2 cmd=$3 rc=0
+	kind=$1 name=$2 cmd=$3 rc=0 t0=$(date +%s)
 	echo "### $name: $cmd"
 	sh -c "$cmd" > $out 2>&1 < /dev/null || rc=$?
 	cat $out
+	echo "#### $name: $(( $(date +%s) - t0 ))s"
 	if [ "$kind" = tap ]; then
 		# A skip names its reason; kselftest programs often print it on the line before.
 		# A failure gets the first and the last diagnostic since the last result (no counts),
