@@ -8,8 +8,9 @@ KERNEL  ?= build/out/test/arch/x86/boot/bzImage
 
 frags_test     := base guest ksm debian-mm debug
 frags_run      := base ksm run
-frags_noksm    := base guest noksm
-frags_noprocfs := base guest ksm noprocfs
+frags_noksm    := core noksm
+frags_noprocfs := core ksm noprocfs
+frags_bisect   := core ksm
 frags_nosysfs  := base guest ksm debian-mm nosysfs
 
 .PHONY: deps deps-run deps-check deps-bench deps-deb deps-system deb system tree export src kernel vm run check check-quick stress \
@@ -31,7 +32,7 @@ src: deps-run
 	sh scripts/src.sh
 
 kernel: deps-run
-	@test -n "$(frags_$(CONFIG))" || { echo "unknown CONFIG=$(CONFIG): use test, run, noksm, noprocfs or nosysfs"; exit 1; }
+	@test -n "$(frags_$(CONFIG))" || { echo "unknown CONFIG=$(CONFIG): use test, run, noksm, noprocfs, nosysfs or bisect"; exit 1; }
 	@test -d $(SRC) || { echo "no tree $(SRC): run 'make src' (series) or 'make tree'"; exit 1; }
 	sh scripts/build-kernel.sh $(SRC) $(OUT) $(foreach f,$(frags_$(CONFIG)),config/$(f).config)
 

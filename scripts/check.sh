@@ -76,8 +76,9 @@ step "config: config/debian-mm.config is what linux-config-6.1 has for mm" debia
 	sh -c "sh scripts/debian-mm-config.sh $src | diff -u config/debian-mm.config -"
 fi
 
-# (b) builds. Bisect first, in the test kernel's build dir: each patch is an incremental
-# build and the last one is HEAD, so the test kernel build after it is almost free.
+# (b) builds. Bisect first, with config/core.config (build/out/bisect): what compiles the
+# code the series changes, a third of the test kernel's objects and no KASAN, so that the
+# patches that change a header most files include (coredump.h, mm_types.h) rebuild fast.
 commits=$(git -C $src rev-list --reverse base..HEAD)
 if ! on bisect; then :
 elif [ "$quick" ]; then result skip "bisect" "check-quick"
@@ -96,9 +97,8 @@ else
 		git -C $src checkout -q "$c"
 		name="bisect: build after $(git -C $src log -1 --format=%s "$c")"
 		if git -C $src diff --name-only "$c^" "$c" | grep -qv -e '^Documentation/' -e '^tools/'; then
-			# vmlinux, the link that proves the patch builds: the bzImage around it
-			# (~4 s a step) is made once, by the test kernel's build below
-			step "$name" "bisect-$c" env BUILD_TARGET=vmlinux make -s kernel CONFIG=test SRC=$src
+			# vmlinux, the link that proves the patch builds
+			step "$name" "bisect-$c" env BUILD_TARGET=vmlinux make -s kernel CONFIG=bisect SRC=$src
 		elif tools=$(git -C $src diff --name-only "$c^" "$c" -- 'tools/*.c') && [ -n "$tools" ]; then
 			step "$name (the tools/ programs it changes)" "bisect-$c" bisect_tools $tools
 		else
