@@ -77,7 +77,7 @@ step "config: config/debian-mm.config is what linux-config-6.1 has for mm" debia
 fi
 
 # (b) builds. Bisect first, with config/core.config (build/out/bisect): what compiles the
-# code the series changes, a third of the test kernel's objects and no KASAN, so that the
+# code the series changes, 654 objects to the test kernel's 1335, and no KASAN, so that the
 # patches that change a header most files include (coredump.h, mm_types.h) rebuild fast.
 commits=$(git -C $src rev-list --reverse base..HEAD)
 if ! on bisect; then :
