@@ -2,17 +2,36 @@
 # stress-guest.sh SECONDS [ITERATIONS] (guest): run the stress suite (build/stress/*) for about
 # SECONDS in all, then check for kernel memory leaks.  kselftest TAP output, one plan per
 # program; exit 1 if any program failed.  ITERATIONS is passed on as -i (see each program).
+# NAME@domain runs NAME again with merge_scope=domain (merge domains, patches 38-42): each
+# process that enables KSM is a domain of its own, so several domains are merged at once.
 set -eu
 secs=${1:?usage: stress-guest.sh SECONDS [ITERATIONS]}
 iter=${2:+-i $2}
+ksm=/sys/kernel/mm/ksm
 rc=0
+
+# scope SCOPE: set merge_scope, which may change only while nothing is merged (run=2 first).
+scope() {
+	[ -w $ksm/merge_scope ] || return 1
+	r=$(cat $ksm/run)
+	echo 2 > $ksm/run && echo "$1" > $ksm/merge_scope && echo "$r" > $ksm/run
+}
+
 # Share of SECONDS per program, in percent.
-for p in ksm_stress:30 ksm_prctl_fuzz:15 ksm_faults:15 ksm_signals:15 ksm_mm:20 ksm_enter_race:5; do
-	name=${p%:*} d=$(( secs * ${p#*:} / 100 ))
-	[ -x build/stress/$name ] || { echo "stress-guest.sh: build/stress/$name missing: run 'make stress-progs'"; exit 1; }
+for p in ksm_stress:30 ksm_prctl_fuzz:12 ksm_faults:12 ksm_signals:12 ksm_mm:14 ksm_enter_race:5 \
+	 ksm_stress@domain:10 ksm_mm@domain:5; do
+	name=${p%:*} d=$(( secs * ${p#*:} / 100 )) prog=${p%%[@:]*}
+	[ -x build/stress/$prog ] || { echo "stress-guest.sh: build/stress/$prog missing: run 'make stress-progs'"; exit 1; }
 	echo "### $name -d $d $iter"
-	s=0; build/stress/$name -d $d $iter || s=$?
+	case $name in *@*)
+		if ! scope "${name#*@}"; then
+			echo "1..0 # SKIP no $ksm/merge_scope (merge domains) or it cannot be set"
+			continue
+		fi
+	esac
+	s=0; build/stress/$prog -d $d $iter || s=$?
 	case $s in 0|4) ;; *) echo "# stress-guest.sh: $name exited with $s"; rc=1;; esac
+	case $name in *@*) scope global || { echo "# stress-guest.sh: merge_scope not back to global"; rc=1; }; esac
 done
 echo "### kmemleak"
 echo "1..1"

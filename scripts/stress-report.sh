@@ -2,7 +2,8 @@
 # stress-report.sh COMMAND LOG CONSOLE SECONDS: markdown table of a stress run from its guest
 # output LOG (TAP per program, "# stat KEY VALUE" lines) and its console log.  A second table
 # has the counts of the unmerge checks (sparse, PROT_NONE, uffd-wp) of the programs that have them,
-# a third one ksm_mm's result and counts ("# count FEATURE KEY VALUE") per mm feature.
+# a third one ksm_mm's result and counts ("# count FEATURE KEY VALUE") per mm feature (FEATURE@domain
+# for the merge_scope=domain round).
 set -eu
 [ $# = 4 ] || { echo "usage: stress-report.sh COMMAND LOG CONSOLE SECONDS" >&2; exit 2; }
 cmd=$1 log=$2 con=$3 secs=$4
@@ -33,9 +34,9 @@ function flush(  i, row) {
 	for (k in s) { tot[k] += s[k]; delete s[k] }
 	tok += ok; tnok += nok; tsk += sk; ok = nok = sk = 0
 }
-/^### / { flush(); prog = $2; next }
-prog == "ksm_mm" && /^(not )?ok [0-9]+ [a-z_]+:/ {
-	f = $0; sub(/^(not )?ok [0-9]+ /, "", f); sub(/:.*/, "", f)
+/^### / { flush(); prog = $2; sfx = prog ~ /@/ ? substr(prog, index(prog, "@")) : ""; next }
+prog ~ /^ksm_mm(@|$)/ && /^(not )?ok [0-9]+ [a-z_]+:/ {
+	f = $0; sub(/^(not )?ok [0-9]+ /, "", f); sub(/:.*/, "", f); f = f sfx
 	feat[++nf] = f
 	res[f] = /^not ok/ ? "**not ok**" : /# *[Ss][Kk][Ii][Pp]/ ? "skip: " substr($0, index($0, "SKIP") + 5) : "ok"
 }
@@ -43,7 +44,7 @@ prog == "ksm_mm" && /^(not )?ok [0-9]+ [a-z_]+:/ {
 /^ok [0-9]+/ { ok++; next }
 /^not ok [0-9]+/ { nok++; next }
 /^# stat [a-z_]+ [0-9]+$/ { s[$3] += $4 }
-/^# count [a-z_]+ [a-z_0-9]+ -?[0-9]+$/ { cnt[$3] = cnt[$3] (cnt[$3] == "" ? "" : ", ") $4 " " $5 }
+/^# count [a-z_]+ [a-z_0-9]+ -?[0-9]+$/ { f = $3 sfx; cnt[f] = cnt[f] (cnt[f] == "" ? "" : ", ") $4 " " $5 }
 END {
 	flush()
 	printf "| **all** | %d/%d/%d | %d | %d | %d | %d | %d | %d |\n", tok, tnok, tsk,
