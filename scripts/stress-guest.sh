@@ -10,11 +10,14 @@ iter=${2:+-i $2}
 ksm=/sys/kernel/mm/ksm
 rc=0
 
-# scope SCOPE: set merge_scope, which may change only while nothing is merged (run=2 first).
+# scope SCOPE: set merge_scope, which may change only while nothing is merged (run=2 first);
+# run is restored whether or not that worked.
 scope() {
 	[ -w $ksm/merge_scope ] || return 1
-	r=$(cat $ksm/run)
-	echo 2 > $ksm/run && echo "$1" > $ksm/merge_scope && echo "$r" > $ksm/run
+	r=$(cat $ksm/run) ok=0
+	{ echo 2 > $ksm/run && echo "$1" > $ksm/merge_scope; } || ok=1
+	echo "$r" > $ksm/run
+	return $ok
 }
 
 # Share of SECONDS per program, in percent.
