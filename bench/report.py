@@ -1,6 +1,7 @@
-"""report.py DIR ICOUNT REPS: read the BENCH lines of DIR/{base,patched,patched-cap,peer,
-peer-cap}.console and DIR/timing, write bench/results.md (tables: median and spread of each
-measure, ratios patched/base and patched/6.12) and bench/results.png."""
+"""report.py DIR ICOUNT REPS: read the BENCH lines of DIR/{base,patched,patched-cap,
+patched-dom,nodom,peer,peer-cap}.console and DIR/timing, write bench/results.md (tables:
+median and spread of each measure, ratios patched/base, patched/6.12 and patched/the
+series without merge domains) and bench/results.png."""
 import os
 import platform
 import statistics
@@ -83,6 +84,7 @@ PATCHED = load(os.path.join(out_dir, 'patched.console'))
 for g in ('patched-cap', 'patched-dom'):
     for k, v in load(os.path.join(out_dir, g + '.console')).items():
         PATCHED.setdefault(k, []).extend(v)
+NODOM = load(os.path.join(out_dir, 'nodom.console'))   # the series without merge domains
 PEER = load(os.path.join(out_dir, 'peer.console'))
 for k, v in load(os.path.join(out_dir, 'peer-cap.console')).items():
     PEER.setdefault(k, []).extend(v)
@@ -97,7 +99,9 @@ for need in ('py.nksm.pss_mib', 'hot.off.mmap_munmap_ns', 'cap.nksm.workers'):
 for d, need in ((P, 'cap.ksm_ss0.workers'), (P, 'py.ksm_adv.steady_scan_s'),
                 (P, 'py.ksm_adv0.steady_scan_s'), (Q, 'py.ksm_adv0.steady_scan_s'),
                 (Q, 'cap.ksm_def.workers'), (Q, 'py.ksm.pss_after_mib'),
-                (P, 'py.ksm_dom.saved_pages'), (P, 'py2.domain.saved_pages')):
+                (P, 'py.ksm_dom.saved_pages'), (P, 'py2.domain.saved_pages'),
+                (NODOM, 'py.ksm.steady_ksmd_cpu_ms_per_scan'), (NODOM, 'hot.on.mmap_munmap_ns'),
+                (NODOM, 'ksmd.merge_128MiB.madvise_s')):
     if need not in d:
         sys.exit('report.py: %s missing from the guest output in %s' % (need, out_dir))
 timing = []
@@ -467,8 +471,27 @@ w('| two copies: merge_domains after convergence | %s | %s | | |' % (
 w('| two copies: ksmd CPU until converged (s) | %s | %s | | |' % (
   cell(P, 'py2.global.ksmd_cpu_s', '%.2f'), cell(P, 'py2.domain.ksmd_cpu_s', '%.2f')))
 w('')
-w('The hot paths of section 4 run with `merge_scope=global` on the patched kernel, merge '
-  'domains included: their patched/base ratios are the cost of the whole series there.')
+w('What merge domains cost with `merge_scope=global` (the default): the patched kernel '
+  'against the series without patches 38-42 (build/bench/nodom-src, same config), the same '
+  'benchmarks as sections 1, 3 and 4 (%s).' % NODOM['kernel.release'][0])
+w('')
+w('| measure | without domains | patched | patched/without | goal |')
+w('| --- | --- | --- | --- | --- |')
+nodom = []
+for name, label, fmt in (
+        [('hot.%s.%s_ns' % (k, op), '%s, feature %s (ns)' % (label, k), '%.1f')
+         for op, label in ops for k in ('off', 'on')]
+        + [('ksmd.merge_128MiB.madvise_s', 'ksmd merges 128 MiB, madvise (s)', '%.3f'),
+           ('ksmd.merge_128MiB.prctl_s', 'ksmd merges 128 MiB, prctl (s)', '%.3f'),
+           ('py.ksm.steady_ksmd_cpu_ms_per_scan', 'python: ksmd CPU per full scan after convergence (ms)', '%.1f'),
+           ('py.ksm.ksmd_cpu_s', 'python: ksmd CPU until converged (s)', '%.2f'),
+           ('py.ksm.pages_sharing', 'python: pages_sharing', '%.0f')]):
+    r = ratio(med(P, name), med(NODOM, name))
+    limit = 1.01 if name.startswith(('hot.', 'ksmd.', 'py.ksm.steady')) else None
+    if limit:
+        nodom.append(r)
+    w('| %s | %s | %s | %s | %s |' % (label, cell(NODOM, name, fmt), cell(P, name, fmt), rcell(r),
+      '≤ 1.01: %s' % goal(r, limit) if limit else 'not a goal'))
 w('')
 
 # pipeline
@@ -485,7 +508,9 @@ w('Virtual seconds per section (one guest, all repetitions): ' + ', '.join(
     '%s %s' % (k[8:-2], '/'.join('%.0f' % float(x) for x in v)) for k, v in sorted(B.items())
     if k.startswith('section.')) + ' (base); ' + ', '.join(
     '%s %s' % (k[8:-2], '/'.join('%.0f' % float(x) for x in v)) for k, v in sorted(Q.items())
-    if k.startswith('section.')) + ' (6.12).')
+    if k.startswith('section.')) + ' (6.12); ' + ', '.join(
+    '%s %s' % (k[8:-2], '/'.join('%.0f' % float(x) for x in v)) for k, v in sorted(NODOM.items())
+    if k.startswith('section.')) + ' (without merge domains).')
 w('')
 
 # key figures
@@ -511,6 +536,8 @@ w('- patched vs 6.12: capacity ksmd CPU until 99%% of each worker\'s merges %s (
 w('- merge domains: python in one domain saves %s of what it saves with global (goal ≥ 0.99) at %s of the ksmd CPU (goal ≤ 1.02); two copies in two domains save %s of twice what one copy saves alone, %s pages mapped in both copies (global: %s, %s pages)' % (
   rcell(dom_mem), rcell(dom_cpu), rcell(two_dom), rcell(cross_dom, '%.0f'), rcell(two_glob),
   rcell(med(P, 'py2.global.cross_pages'), '%.0f')))
+w('- merge domains with merge_scope=global, patched / the series without them: hot paths, ksmd merging and ksmd per full scan %s .. %s (goal ≤ 1.01)' % (
+  rcell(min(r for r in nodom if r)), rcell(max(r for r in nodom if r))))
 w('- advisor, target %.0f s, smart_scan 0: full scan %s s patched, %s s 6.12; ksmd CPU %s%% patched, '
   '%s%% 6.12 (goals: ±20%%, ≤ 70%%); smart scan on: %s s patched, %s s 6.12 (10%% CPU floor)' % (
       adv_t, rcell(adv[('patched', 'ksm_adv0')][0], '%.2f'), rcell(adv[('6.12', 'ksm_adv0')][0], '%.2f'),

@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench.sh (make bench): build the base kernel (no series), the patched kernel and the
-# peer (Debian's linux-source-6.12) from the same config fragments, run bench/guest.py on
-# the three under QEMU -icount (virtual time), then write bench/results.md and
+# peer (Debian's linux-source-6.12) from the same config fragments, and the series without
+# its merge-domain patches (what they cost with merge_scope=global), run bench/guest.py on
+# the four under QEMU -icount (virtual time), then write bench/results.md and
 # bench/results.png with bench/report.py.
 # BENCH_REPS (3) repetitions of each benchmark; BENCH_ICOUNT (shift=0,sleep=off).
 set -eu
@@ -12,9 +13,10 @@ out=build/bench; mkdir -p $out; : > $out/timing
 start=$(date +%s); t=$start
 lap() { now=$(date +%s); echo "$1 $((now - t))" >> $out/timing; t=$now; }
 
-sh scripts/bench-src.sh; lap "trees: base + patches/, pristine base"
+sh scripts/bench-src.sh; lap "trees: base + patches/, pristine base, the series without merge domains"
 sh scripts/build-kernel.sh $out/src $out/out/run $frags; lap "build the patched kernel"
 sh scripts/build-kernel.sh $out/base-src $out/out/base-run $frags; lap "build the base kernel"
+sh scripts/build-kernel.sh $out/nodom-src $out/out/nodom-run $frags; lap "build the kernel without merge domains"
 sh scripts/peer-src.sh; lap "tree: linux-source-6.12"
 sh scripts/build-kernel.sh $out/peer-src $out/out/peer-run $frags; lap "build the 6.12 kernel"
 # ksmbench links the series' helper unit, as the stress programs do
@@ -35,13 +37,14 @@ boot() {
 		sh scripts/vm.sh "python3 bench/guest.py $reps $*" > $out/$name.vm 2>&1
 	echo "guest $name $(sed -n 's/^vm.sh: guest ran \([0-9]*\)s.*/\1/p' $out/$name.vm)" >> $out/timing
 }
-echo "bench.sh: running the benchmarks in 6 guests ($reps repetitions each; logs in $out/)"
+echo "bench.sh: running the benchmarks in 7 guests ($reps repetitions each; logs in $out/)"
 boot base base-run & b=$!
 boot patched run hot python dedup ksmd ctl python:ss0:1 python:adv:1 python:adv0:1 & p=$!
 boot patched-cap run capacity capacity:ss0:1 capacity:adv:1 & c=$!
 boot peer peer-run hot python dedup ksmd ctl python:adv:1 python:adv0:1 & q=$!
 boot peer-cap peer-run capacity:def:1 capacity:adv:1 & r=$!
 boot patched-dom run python:dom two & m=$!
+boot nodom nodom-run hot python ksmd & n=$!
 fail=
 wait $b || fail="$fail base"
 wait $p || fail="$fail patched"
@@ -49,6 +52,7 @@ wait $c || fail="$fail patched-cap"
 wait $q || fail="$fail peer"
 wait $r || fail="$fail peer-cap"
 wait $m || fail="$fail patched-dom"
+wait $n || fail="$fail nodom"
 lap "benchmarks (guests in parallel)"
 if [ -n "$fail" ]; then
 	for g in $fail; do
