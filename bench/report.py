@@ -309,7 +309,8 @@ w('The workloads of section 1 with KSM, on the patched kernel with `smart_scan` 
   '(`advisor_mode` scan-time, `advisor_target_scan_time` %.0f s of virtual time, other advisor '
   'knobs at their defaults: it starts from `advisor_min_pages_to_scan` 500 instead of the %s '
   'pages_to_scan of the other columns), with smart scan on and off. Variants other than the '
-  'defaults ran once (1 run); CPU: ksmd\'s utime + stime. "After convergence": %s more full '
+  'defaults ran once (1 run); CPU: ksmd\'s process CPU clock (the scheduler\'s runtime, ns, '
+  'clock_getcpuclockid()). "After convergence": %s more full '
   'scans of the merged workload, what ksmd costs while nothing changes (with the advisor: '
   'after it settled).' % (adv_t, par['ksmd_pages_to_scan'], 'six'))
 w('')
