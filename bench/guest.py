@@ -141,8 +141,9 @@ KSMD_CLOCK = []
 
 def ksmd_cpu():
     """ksmd's CPU time in seconds, from its process CPU clock (clock_getcpuclockid(): the
-    scheduler's runtime in ns; /proc/PID/stat gives it in 10 ms clock ticks, which is 0.6%
-    of the 6 full scans of the steady measure, and two readings made it +-1.3%)."""
+    scheduler's runtime in ns). /proc/PID/stat gives it in 10 ms clock ticks: the difference
+    of two readings is off by up to a tick, 0.6% of the ~1.6 s the 6 full scans of the
+    steady measure cost."""
     for pid in [p for p in os.listdir('/proc') if p.isdigit()] if not KSMD_CLOCK else []:
         try:
             with open('/proc/%s/stat' % pid) as f:
