@@ -394,6 +394,8 @@ else
 		sleep 0.1
 		i=$((i + 1))
 	done
+	# the tests below then fail: say why here
+	[ $m -eq 3 ] || { echo "# $m of 3 cgroup processes merged in 30 s"; ksmd_report ${CGPIDS##* }; }
 	echo 0 >"$KSM"/run
 	"$K" status --cgroup >"$TMP/cg" 2>&1
 	rc=$?
