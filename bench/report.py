@@ -115,8 +115,9 @@ qemu = subprocess.run(['qemu-system-x86_64', '--version'], stdout=subprocess.PIP
 cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
 rev = subprocess.run(['git', 'describe', '--always', '--dirty'], stdout=subprocess.PIPE,
                      text=True).stdout.strip()
-# a run from a dirty tree names what was not committed, so that its figures can be traced
-dirty = subprocess.run(['git', 'status', '--porcelain', '-uno'], stdout=subprocess.PIPE,
+# a run from a dirty tree names what was not committed (untracked files too: a new script a
+# run used), so that its figures can be traced
+dirty = subprocess.run(['git', 'status', '--porcelain'], stdout=subprocess.PIPE,
                        text=True).stdout.splitlines()
 dirty = [l[3:] for l in dirty if l[3:] not in ('bench/results.md', 'bench/results.png', 'README.md')]
 if dirty:
