@@ -88,9 +88,9 @@ ksmd_report() {
 	sed 's/^/# /' /proc/"$1"/ksm_stat 2>/dev/null
 }
 
-# the ksm_zero_pages line of /proc/$1/ksm_stat
-proc_zero_pages() {
-	sed -n 's/^ksm_zero_pages //p' /proc/"$1"/ksm_stat 2>/dev/null
+# the value of the "$2 N" line of /proc/$1/ksm_stat, nothing if there is none
+proc_stat_key() {
+	sed -n "s/^$2 //p" /proc/"$1"/ksm_stat 2>/dev/null
 }
 
 echo "TAP version 13"
@@ -251,7 +251,7 @@ time.sleep(3600)
 	if wait_comm $ZBG python3; then
 		i=0
 		while [ $i -lt 1200 ]; do
-			zp=$(proc_zero_pages $ZBG)
+			zp=$(proc_stat_key $ZBG ksm_zero_pages)
 			[ "${zp:-0}" -ge 2048 ] && break
 			sleep 0.1
 			i=$((i + 1))
@@ -268,10 +268,10 @@ fi
 echo 0 >"$KSM"/run
 
 zb=$(ksm_value ksm_zero_pages) sb=$(ksm_value pages_scanned)
-[ -n "$ZBG" ] && pb=$(proc_zero_pages $ZBG)
+[ -n "$ZBG" ] && pb=$(proc_stat_key $ZBG ksm_zero_pages)
 "$K" status >"$TMP/zstatus"
 za=$(ksm_value ksm_zero_pages) sa=$(ksm_value pages_scanned)
-[ -n "$ZBG" ] && pa=$(proc_zero_pages $ZBG)
+[ -n "$ZBG" ] && pa=$(proc_stat_key $ZBG ksm_zero_pages)
 
 v=$(awk '$1 == "ksm_zero_pages" { print $2 }' "$TMP/zstatus")
 [ -n "$v" ] && { [ "$v" = "$zb" ] || [ "$v" = "$za" ]; }
@@ -303,11 +303,11 @@ fi
 
 if command -v python3 >/dev/null 2>&1; then
 	zb=$(ksm_value ksm_zero_pages) sb=$(ksm_value pages_scanned)
-	[ -n "$ZBG" ] && pb=$(proc_zero_pages $ZBG)
+	[ -n "$ZBG" ] && pb=$(proc_stat_key $ZBG ksm_zero_pages)
 	"$K" status --json >"$TMP/zjson"
 	rc=$?
 	za=$(ksm_value ksm_zero_pages) sa=$(ksm_value pages_scanned)
-	[ -n "$ZBG" ] && pa=$(proc_zero_pages $ZBG)
+	[ -n "$ZBG" ] && pa=$(proc_stat_key $ZBG ksm_zero_pages)
 	[ $rc -eq 0 ] && python3 -c '
 import json, sys
 d = json.load(sys.stdin)
@@ -387,7 +387,7 @@ else
 	while [ $i -lt 300 ]; do
 		m=0
 		for p in $CGPIDS; do
-			v=$(sed -n 's/^ksm_merging_pages //p' /proc/"$p"/ksm_stat 2>/dev/null)
+			v=$(proc_stat_key "$p" ksm_merging_pages)
 			if [ "${v:-0}" -gt 0 ]; then m=$((m + 1)); else unmerged=$p; fi
 		done
 		[ $m -eq 3 ] && break
@@ -631,7 +631,7 @@ ok $r "watch: bad interval exits 2"
 ok $? "watch: bad count exits 2"
 
 # --- status --domain: one row per merge domain ---
-if [ -z "$(sed -n 's/^ksm_merge_domain //p' /proc/$BG/ksm_stat 2>/dev/null)" ]; then
+if [ -z "$(proc_stat_key $BG ksm_merge_domain)" ]; then
 	skip "status --domain: one row per merge domain, as ksm_stat has them" \
 		"no ksm_merge_domain in ksm_stat (a kernel without merge domains)"
 else
