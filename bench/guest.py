@@ -39,7 +39,7 @@ VARIANTS = {           # knobs of each variant; None: the kernel's defaults
     # smart scan off: a full scan costs the same every time, so the advisor has a fixed
     # target to reach (with smart scan the cost falls as pages age, see settle())
     'adv0': {'smart_scan': 0, 'advisor_target_scan_time': ADV_TARGET_S},
-    # merge domains (patches 38-42): the workload is one domain (the launcher enables KSM,
+    # merge domains (patches 39-43): the workload is one domain (the launcher enables KSM,
     # the parent forks the workers), so it should save what it saves with global
     'dom': {'merge_scope': 'domain'},
 }

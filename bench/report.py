@@ -442,7 +442,7 @@ w('The advisor keeps ksmd between 10%% CPU and `advisor_max_cpu`: with smart sca
 w('')
 
 # 7. merge domains
-w('## 7. Merge domains (patches 38-42, patched only)')
+w('## 7. Merge domains (patches 39-43, patched only)')
 w('')
 w('The python workload is one merge domain (its launcher enables KSM, the parent forks the '
   'workers): with `merge_scope=domain` it should save what it saves with `global`, at the '
@@ -480,7 +480,7 @@ w('| two copies: ksmd CPU until converged (s) | %s | %s | | |' % (
   cell(P, 'py2.global.ksmd_cpu_s', '%.2f'), cell(P, 'py2.domain.ksmd_cpu_s', '%.2f')))
 w('')
 w('What merge domains cost with `merge_scope=global` (the default): the patched kernel '
-  'against the series without patches 38-42 (build/bench/nodom-src, same config), the same '
+  'against the series without patches 39-43 (build/bench/nodom-src, same config), the same '
   'benchmarks as sections 1, 3 and 4 (%s).' % NODOM['kernel.release'][0])
 w('')
 w('| measure | without domains | patched | patched/without | goal |')

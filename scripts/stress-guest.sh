@@ -4,7 +4,7 @@
 # program, and "# stat seconds N" after each (its wall time: programs have fixed costs beyond
 # -d, and the leak scan takes long on the debug kernel); exit 1 if any program failed.
 # ITERATIONS is passed on as -i (see each program).
-# NAME@domain runs NAME again with merge_scope=domain (merge domains, patches 38-42): each
+# NAME@domain runs NAME again with merge_scope=domain (merge domains, patches 39-43): each
 # process that enables KSM is a domain of its own, so several domains are merged at once.
 set -eu
 secs=${1:?usage: stress-guest.sh SECONDS [ITERATIONS]}

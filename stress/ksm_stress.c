@@ -1187,7 +1187,7 @@ static void show_blocked_tasks(void)
 }
 
 static long max_sharing;	/* root: the most pages_sharing seen */
-static long max_domains;	/* root: the most merge_domains seen (patches 38-42) */
+static long max_domains;	/* root: the most merge_domains seen (patches 39-43) */
 
 static void worker_ended(pid_t pid, int status)
 {
