@@ -9,6 +9,7 @@ stages=" ${STAGES:-apply builds bisect s390 lint guest} "
 on() { case $stages in *" $1 "*) return 0;; *) return 1;; esac; }
 src=build/src logs=build/logs/check
 mkdir -p $logs; rm -f $logs/*.log
+times=$logs/stage-times; : > $times	# "SECONDS NAME" of every step, for the summary
 export PATH=/usr/bin:$PATH   # Debian's python3 (with ply, git: checkpatch's spdxcheck)
 export CCACHE_DIR="${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ksm-series-ccache}" CCACHE_BASEDIR="$PWD"
 n=0 pass=0 fail=0 skip=0
@@ -47,8 +48,15 @@ step() { # NAME LOGNAME CMD...: run CMD, output to the log, one result
 		[ -z "$bad" ] || printf '%s\n' "$bad" | head -n 10 | sed 's/^/#   /'
 	fi
 	echo "#   ($((SECONDS - t))s)"
+	echo "$((SECONDS - t)) $name" >> $times
 }
-summary() { echo "$pass passed, $fail failed, $skip skipped"; [ $fail = 0 ]; }
+# The five longest steps first, so that a step that grows past the time budget shows the day
+# it does (README, "Measured times"); then the summary line, last.
+summary() {
+	[ ! -s $times ] || echo "# the five longest steps: $(sort -rn $times | head -n 5 |
+		awk '{ t = $1; $1 = ""; printf "%s%s: %ss", n++ ? "; " : "", substr($0, 2, 70), t }')"
+	echo "$pass passed, $fail failed, $skip skipped"; [ $fail = 0 ]
+}
 
 # (a) apply + checkpatch
 if on apply; then
@@ -193,6 +201,7 @@ while read -r _ r rest; do
 done < <(tr -d '\r' < $con 2>/dev/null | grep '^RESULT: ' || true)
 if m=$(sh scripts/check-splat.sh $con 2>&1); then result ok "guest: no kernel splat"
 else result fail "guest: no kernel splat" "$m"; fi
+echo "$((SECONDS - t)) guest: boot and run guest-tests.sh" >> $times
 echo "#   ($((SECONDS - t))s; the longest: $(tr -d '\r' < $con 2>/dev/null | sed -n 's/^#### \(.*\): \([0-9]*\)s$/\2 \1/p' |
 	sort -rn | head -n 6 | awk '{ printf "%s%s %ss", n++ ? ", " : "", $2, $1 }'))"
 summary
