@@ -85,9 +85,11 @@ bench: deps-bench
 	sh scripts/bench.sh
 
 # Debian packages with Debian's own config (FLAVOUR=cloud-amd64 or amd64) in build/deb/; see README.
+# DEBUG_INFO=0: without debug info, BTF and the -dbg package (Debian's config otherwise).
 FLAVOUR ?= cloud-amd64
+DEBUG_INFO ?= 1
 deb: deps-deb
-	sh scripts/deb.sh $(FLAVOUR)
+	DEBUG_INFO=$(DEBUG_INFO) sh scripts/deb.sh $(FLAVOUR)
 
 # A Debian 12 machine (debootstrap) with the linux-image package of make deb (or KERNEL_DEB=),
 # booted under QEMU with systemd and AppArmor; the checks of system/ as a service. See README.
