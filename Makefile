@@ -13,7 +13,7 @@ frags_noprocfs := core ksm noprocfs
 frags_bisect   := core ksm
 frags_nosysfs  := base guest ksm debian-mm nosysfs
 
-.PHONY: deps deps-run deps-check deps-bench deps-deb deps-system deb system tree export src kernel vm run check check-quick stress \
+.PHONY: deps deps-run deps-check deps-bench deps-deb deps-system deb system tree export src kernel vm run check check-quick bisect stress \
 	stress-progs clean distclean bench
 
 # What every purpose needs (scripts/deps.sh): `make deps` installs all of it.
@@ -79,6 +79,12 @@ check: deps-check
 
 check-quick: deps-check
 	bash scripts/check.sh --quick
+
+# The whole kernel of every commit of the series and the noksm and noprocfs kernels, as the
+# robots build a series (make check builds their objects): run it when patches/ changes; it
+# writes bisect/results.tap, which make check compares with patches/. See README.
+bisect: deps-check
+	bash scripts/bisect.sh
 
 # base (no series) and patched kernels, same config; bench/results.md + bench/results.png
 bench: deps-bench

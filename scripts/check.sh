@@ -1,8 +1,10 @@
 #!/bin/bash
-# check.sh [--quick]: apply+checkpatch, kernel builds, bisect, s390, lint (W=1, sparse,
-# kernel-doc, coccinelle, documents), guest tests.
+# check.sh [--quick]: apply+checkpatch, the test kernel, then the guest tests in the
+# background while the host builds: bisect (objects), other configurations, s390, lint (W=1,
+# sparse, kernel-doc, coccinelle, documents); the guest's results last.
 # One TAP-like line per result; the last line is "N passed, N failed, N skipped".
-# --quick skips bisect and s390. STAGES="apply builds guest" / KERNELS="test" pick a subset.
+# --quick skips bisect and s390. STAGES="apply builds guest" / KERNELS="test" pick a subset;
+# make bisect runs STAGES="apply bisect variants" BISECT=full (scripts/bisect.sh).
 set -eu
 quick=${1:-}
 stages=" ${STAGES:-apply builds bisect s390 lint guest} "
@@ -84,29 +86,86 @@ step "config: config/debian-mm.config is what linux-config-6.1 has for mm" debia
 	sh -c "sh scripts/debian-mm-config.sh $src | diff -u config/debian-mm.config -"
 fi
 
-# (b) builds. Bisect first, with config/core.config (build/out/bisect): what compiles the
-# code the series changes, 654 objects to the test kernel's 1335, and no KASAN, so that the
-# patches that change a header most files include (coredump.h, mm_types.h) rebuild fast.
+# (b) the test kernel first: the guest stage boots it, and the bisect and the other
+# configurations start from its objects (below).
+test_kernel() { step "build: test kernel" build-test make -s kernel CONFIG=test SRC=$src; }
+case " ${KERNELS:-test noksm noprocfs} " in *" test "*) want_test=1;; *) want_test=;; esac
+if on builds && [ "$want_test" ]; then test_kernel
+elif { on guest || { on bisect && [ "${BISECT:-}" != full ]; }; } && [ ! -f build/out/test/vmlinux ]; then
+	test_kernel
+fi
+
+# (e1) The guest stage runs in the background from here while the host builds: it is the
+# longest stage and it leaves host cycles idle (its tests wait for ksmd). The builds run
+# at nice 19 so that they take only what the guest leaves. Results come at the end.
+selftests() {
+	rm -rf build/selftests
+	sh scripts/build-selftests.sh $src build/selftests && make -s build/ksmctl stress-progs
+}
+con=$logs/guest-console.log guest_pid=
+if on guest; then
+	step "guest: build selftests ($(ls $src/tools/testing/selftests/vm/ksm_*.c | xargs -n1 basename | paste -sd' ')), ksmctl, stress/*.c" selftests selftests
+	step "guest: build upstream 6.12 KSM selftests (ksm_functional_tests, ksm_tests)" upstream-selftests \
+		sh scripts/upstream-selftests.sh
+	guest_t=$SECONDS
+	# kmemleak on for the leak check that ends the list. The guest takes 18-27 min, more
+	# when the host is busier: time out at 45.
+	VM_QUIET=1 VM_LOG=$con KERNEL=build/out/test/arch/x86/boot/bzImage VM_TIMEOUT=2700 \
+		VM_APPEND=kmemleak=on sh scripts/vm.sh 'sh scripts/guest-tests.sh' > $logs/guest.log 2>&1 &
+	guest_pid=$!
+	# should this script end before it collects the guest (an error, ^C), the guest ends too
+	trap '[ -z "$guest_pid" ] || { pkill -P $guest_pid; kill $guest_pid; } 2>/dev/null || true' EXIT
+	renice -n 19 $$ > /dev/null
+	echo "# guest: started in the background (pid $guest_pid); the builds run beside it at nice 19"
+fi
+
+# (b) builds. The bisect builds, at every commit of the series, the objects of the .c files
+# the series changes (those the test kernel builds), in build/out/bisect-objects, a copy of
+# the test kernel's objects, so that a patch that changes a header most files include
+# rebuilds those objects only; the whole kernel of every commit is `make bisect`'s
+# (BISECT=full: vmlinux with config/core.config, build/out/bisect).
 commits=$(git -C $src rev-list --reverse base..HEAD)
+var=build/out/bisect-objects
+copy_test_objects() { # the test kernel's objects, afresh
+	[ -f build/out/test/vmlinux ] || { echo "no build/out/test/vmlinux: run 'make kernel CONFIG=test'"; return 1; }
+	rm -rf $var && cp -a build/out/test $var
+}
 if ! on bisect; then :
 elif [ "$quick" ]; then result skip "bisect" "check-quick"
 elif [ -z "$commits" ]; then result skip "bisect" "empty series"
 else
+	[ "${BISECT:-}" = full ] || step "bisect: the test kernel's objects copied to $var" bisect-copy copy_test_objects
 	# A patch that changes only Documentation/ and tools/ cannot change the kernel build:
 	# build the user-space programs it changes instead, with this patch's uapi headers.
 	bisect_tools() { # FILE.c...
-		make -s -C $src O="$PWD/build/out/test" headers_install || return 1
+		make -s -C $src O="$PWD/build/out/bisect-headers" headers_install || return 1
 		for f in "$@"; do
-			gcc -Wall -Werror -O2 -I$src -isystem build/out/test/usr/include \
+			gcc -Wall -Werror -O2 -I$src -isystem build/out/bisect-headers/usr/include \
 				-I$src/tools/testing/selftests -c -o /dev/null "$src/$f" || return 1
 		done
+	}
+	# The objects: the series' (as the test kernel of HEAD has them) and this commit's,
+	# of the .c files that exist at this commit.
+	series_objs=$(sh scripts/series-objects.sh)
+	bisect_objects() { # COMMIT
+		local o objs=
+		for o in $series_objs $(git -C $src diff --name-only "$1^" "$1" -- '*.c' | sed 's/\.c$/.o/'); do
+			[ -f "$src/${o%.o}.c" ] && [ -f build/out/test/$o ] || continue
+			case " $objs " in *" $o "*) ;; *) objs="$objs $o";; esac
+		done
+		echo "objects:$objs"
+		BUILD_TARGET="${objs# }" make -s kernel CONFIG=test OUT=$var SRC=$src
 	}
 	for c in $commits; do
 		git -C $src checkout -q "$c"
 		name="bisect: build after $(git -C $src log -1 --format=%s "$c")"
 		if git -C $src diff --name-only "$c^" "$c" | grep -qv -e '^Documentation/' -e '^tools/'; then
-			# vmlinux, the link that proves the patch builds
-			step "$name" "bisect-$c" env BUILD_TARGET=vmlinux make -s kernel CONFIG=bisect SRC=$src
+			if [ "${BISECT:-}" = full ]; then
+				# vmlinux, the link that proves the patch builds
+				step "$name" "bisect-$c" env BUILD_TARGET=vmlinux make -s kernel CONFIG=bisect SRC=$src
+			else
+				step "$name (the series' objects)" "bisect-$c" bisect_objects "$c"
+			fi
 		elif tools=$(git -C $src diff --name-only "$c^" "$c" -- 'tools/*.c') && [ -n "$tools" ]; then
 			step "$name (the tools/ programs it changes)" "bisect-$c" bisect_tools $tools
 		else
@@ -118,24 +177,56 @@ else
 	git -C $src checkout -q main
 fi
 
-if on builds; then
-	for c in ${KERNELS:-test noksm noprocfs}; do
+# What make bisect builds whole (the kernel of every commit, noksm, noprocfs), make check
+# builds as objects; it checks that make bisect passed on these very trees: the hash of the
+# commits' trees (not their messages) in bisect/results.tap.
+bisect_passed() {
+	local want got
+	want=$(sh scripts/series-trees.sh)
+	got=$(sed -n 's/^# trees: //p' bisect/results.tap 2>/dev/null)
+	[ "$got" = "$want" ] || { echo "NOT ALLOWED: bisect/results.tap is of trees ${got:-(none)}, the series is $want: run 'make bisect' and commit bisect/results.tap"; return 1; }
+	tail -n 1 bisect/results.tap | grep -q '^[0-9]* passed, 0 failed' ||
+		{ echo "NOT ALLOWED: bisect/results.tap: $(tail -n 1 bisect/results.tap)"; return 1; }
+	echo "bisect/results.tap: $(sed -n 's/^# make bisect: //p' bisect/results.tap), $(tail -n 1 bisect/results.tap)"
+}
+if on bisect && [ "${BISECT:-}" != full ] && [ -n "$commits" ] && [ -z "$quick" ]; then
+	step "bisect: make bisect passed on this series (whole kernels; bisect/results.tap)" bisect-passed bisect_passed
+fi
+
+# make bisect: the noksm and noprocfs kernels, whole (the link proves that no hook calls
+# what the option leaves out)
+if on variants; then
+	for c in ${KERNELS:-noksm noprocfs}; do
 		step "build: $c kernel" "build-$c" make -s kernel CONFIG=$c SRC=$src
 	done
-	# CONFIG_SYSFS=n, warnings as errors: the objects of the .c files the series changes
-	# that the test kernel builds (as the lint stage; mm/ksm.o at least), not a whole kernel
+fi
+
+if on builds; then
+	# The objects of the .c files the series changes that the test kernel builds (as the
+	# lint stage; mm/ksm.o at least) with CONFIG_KSM=n, CONFIG_PROC_FS=n (make bisect
+	# links these two kernels) and CONFIG_SYSFS=n with warnings as errors (KSM's knobs
+	# live under it: what only they use must not warn as unused without it). Not the
+	# files that these options leave out.
 	objs=$(sh scripts/series-objects.sh | paste -sd' ')
 	objs=${objs:-mm/ksm.o}
-	step "build: the $(echo $objs | wc -w) objects the series changes with CONFIG_SYSFS=n, CONFIG_WERROR" \
-		build-nosysfs env BUILD_TARGET="$objs" make -s kernel CONFIG=nosysfs SRC=$src
+	for v in noksm:mm/ksm.o noprocfs:fs/proc/ nosysfs:; do
+		c=${v%%:*} leave=${v#*:} out= o
+		for o in $objs; do
+			[ -n "$leave" ] && case $o in "$leave"*) continue;; esac
+			out="$out $o"
+		done
+		step "build: the $(echo $out | wc -w) objects the series changes with the $c config" \
+			build-$c env BUILD_TARGET="${out# }" make -s kernel CONFIG=$c SRC=$src
+	done
 	# Debian's own configuration, what `make deb` packages (the whole kernel is make deb's):
 	# the .config differs from Debian's only where a custom build must, and the same
-	# objects build with it, by Debian's compiler
+	# objects build with it, by Debian's compiler (with deb.sh's prefix map: the objects
+	# carry debug info, and another clone hits the compiler cache)
 	step "config: Debian's cloud-amd64 config on the series differs only by LOCALVERSION and the build keys" \
 		debian-config sh scripts/debian-config.sh $src build/out/debian
 	step "build: the $(echo $objs | wc -w) objects the series changes with Debian's cloud-amd64 config (gcc-12)" \
 		build-debian env CCACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/ksm-series-ccache" CCACHE_BASEDIR="$PWD" \
-		make -s -C $src O="$PWD/build/out/debian" CC="ccache gcc-12" -j2 $objs
+		KCFLAGS="-fdebug-prefix-map=$PWD/=" make -s -C $src O="$PWD/build/out/debian" CC="ccache gcc-12" -j2 $objs
 fi
 
 # (c) s390 cross build of mm/ksm.o and the arch/s390 files the series touches
@@ -170,27 +261,14 @@ if on lint; then
 		sh scripts/check-docs.sh
 fi
 
-# (e) guest tests: selftests built on the host against the test kernel's headers
-# (functions run by step are in an `if`, where set -e is off: hence the explicit returns)
-selftests() {
-	rm -rf build/selftests
-	sh scripts/build-selftests.sh $src build/selftests && make -s build/ksmctl stress-progs
-}
-on guest || { summary; exit; }
-step "guest: build selftests ($(ls $src/tools/testing/selftests/vm/ksm_*.c | xargs -n1 basename | paste -sd' ')), ksmctl, stress/*.c" selftests selftests
-step "guest: build upstream 6.12 KSM selftests (ksm_functional_tests, ksm_tests)" upstream-selftests \
-	sh scripts/upstream-selftests.sh
-con=$logs/guest-console.log t=$SECONDS
-# kmemleak on for the leak check that ends the list. The guest takes about 16 min on an idle
-# host and 25 under a concurrent kernel build: time out at 35.
-# Every 30 s a line with the results so far and the program running.
-VM_QUIET=1 VM_LOG=$con KERNEL=build/out/test/arch/x86/boot/bzImage VM_TIMEOUT=2100 \
-	VM_APPEND=kmemleak=on sh scripts/vm.sh 'sh scripts/guest-tests.sh' > $logs/guest.log 2>&1 &
-pid=$!
+# (e2) the guest's results
+if [ -z "$guest_pid" ]; then summary; exit; fi
 guest_status() { echo "$(grep -c '^RESULT: ' $con 2>/dev/null) guest results," \
 	"running: $(grep '^### ' $con 2>/dev/null | tail -n 1 | cut -c5-80)"; }
-progress $pid 30 guest_status
-wait $pid || true
+echo "# guest: waiting for it ($((SECONDS - guest_t))s so far, $(guest_status))"
+progress $guest_pid 30 guest_status
+wait $guest_pid || true
+guest_pid= t=$guest_t
 if grep -q '^VM-EXIT-STATUS: 0' $con 2>/dev/null; then result ok "guest: boot and run guest-tests.sh"
 else result fail "guest: boot and run guest-tests.sh" "see $logs/guest.log"; fi
 while read -r _ r rest; do
@@ -201,7 +279,7 @@ while read -r _ r rest; do
 done < <(tr -d '\r' < $con 2>/dev/null | grep '^RESULT: ' || true)
 if m=$(sh scripts/check-splat.sh $con 2>&1); then result ok "guest: no kernel splat"
 else result fail "guest: no kernel splat" "$m"; fi
-echo "$((SECONDS - t)) guest: boot and run guest-tests.sh" >> $times
+echo "$((SECONDS - t)) guest: boot and run guest-tests.sh (beside the builds)" >> $times
 echo "#   ($((SECONDS - t))s; the longest: $(tr -d '\r' < $con 2>/dev/null | sed -n 's/^#### \(.*\): \([0-9]*\)s$/\2 \1/p' |
 	sort -rn | head -n 6 | awk '{ printf "%s%s %ss", n++ ? ", " : "", $2, $1 }'))"
 summary
