@@ -44,6 +44,9 @@ fi
 [ -e "$tree" ] || { git clone -q "$base" "$tree" && git -C "$tree" tag -f base HEAD >/dev/null; }
 git -C "$tree" config user.name >/dev/null || git -C "$tree" config user.name "$GIT_AUTHOR_NAME"
 git -C "$tree" config user.email >/dev/null || git -C "$tree" config user.email "$GIT_AUTHOR_EMAIL"
+# git am's automatic gc in the foreground: detached, it repacked build/bench/src while
+# bench-src.sh cloned it ("failed to copy file ... No such file or directory").
+git -C "$tree" config gc.autoDetach false
 echo "tree.sh: base $(git -C "$tree" log -1 --format='%h %s' base) in $tree"
 
 cover="$patches/0000-cover-letter.patch"
