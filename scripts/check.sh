@@ -210,7 +210,7 @@ if on builds; then
 	objs=$(sh scripts/series-objects.sh | paste -sd' ')
 	objs=${objs:-mm/ksm.o}
 	for v in noksm:mm/ksm.o noprocfs:fs/proc/ nosysfs:; do
-		c=${v%%:*} leave=${v#*:} out= o
+		c=${v%%:*} leave=${v#*:} out=
 		for o in $objs; do
 			[ -n "$leave" ] && case $o in "$leave"*) continue;; esac
 			out="$out $o"
